@@ -1,0 +1,5 @@
+import sys
+
+from bngp.cli import main
+
+sys.exit(main())

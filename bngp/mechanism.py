@@ -1,0 +1,118 @@
+"""The release mechanism: summary statistics, output perturbation and composition.
+
+Paper (003) section 2.2: the original mechanism releases allele frequencies
+f(D) = x_hat with x_hat_j = sum_k b_k d_kj / sum_k b_k; the defender perturbs its output,
+x = R(x_hat + xi) = clip(x_hat + xi, 0, 1).  Section 4.4 / Theorem 5: mechanisms are black
+boxes M(b, xi) and several of them can be composed; one generator is trained over all of
+them through :class:`ComposedMechanism`, whose output is the concatenation of its parts.
+
+Everything works on batches: b is (B, K), noise and releases are (B, n_outputs), as float32
+torch tensors so that a defender can be trained through the mechanism.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from bngp.errors import InputError
+
+__all__ = [
+    "Mechanism",
+    "SummaryStatistics",
+    "ComposedMechanism",
+    "allele_frequencies",
+    "perturb",
+]
+
+
+def allele_frequencies(b: torch.Tensor, genotypes: torch.Tensor) -> torch.Tensor:
+    """x_hat = b Z / sum(b): carrier frequency of each attribute among the members.
+
+    Args:
+        b: (B, K) membership indicators (0/1, float).
+        genotypes: (K, Q) float 0/1 matrix Z.
+
+    Returns:
+        (B, Q) frequencies; a batch row with no members releases zeros.
+    """
+    counts = b.sum(dim=1, keepdim=True).clamp_min(1.0)
+    return (b @ genotypes) / counts
+
+
+def perturb(x_hat: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """Output perturbation x = clip(x_hat + xi, 0, 1) (clipping is post-processing)."""
+    return torch.clamp(x_hat + noise, 0.0, 1.0)
+
+
+class Mechanism(ABC):
+    """A black-box release mechanism M(b, xi) -> x in [0, 1]^n_outputs."""
+
+    n_individuals: int
+    n_outputs: int
+
+    @abstractmethod
+    def statistic(self, b: torch.Tensor) -> torch.Tensor:
+        """The un-noised statistic f(D) for a batch of memberships, shape (B, n_outputs)."""
+
+    def release(self, b: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """x = clip(f(D) + xi, 0, 1) for a batch; differentiable in ``noise``."""
+        if noise.shape[-1] != self.n_outputs:
+            raise InputError(f"`noise` must have {self.n_outputs} columns, got {noise.shape[-1]}.")
+        return perturb(self.statistic(b), noise)
+
+    def describe(self) -> dict:
+        """A JSON-serialisable description."""
+        return {"kind": type(self).__name__, "outputs": self.n_outputs}
+
+
+class SummaryStatistics(Mechanism):
+    """f(D) = allele (carrier) frequencies of the members, section 2.2."""
+
+    def __init__(self, genotypes: np.ndarray | torch.Tensor) -> None:
+        self.genotypes = torch.as_tensor(np.asarray(genotypes), dtype=torch.float32)
+        if self.genotypes.ndim != 2:
+            raise InputError(f"`genotypes` must be 2-D, got shape {tuple(self.genotypes.shape)}.")
+        self.n_individuals, self.n_outputs = (int(s) for s in self.genotypes.shape)
+
+    def statistic(self, b: torch.Tensor) -> torch.Tensor:
+        if b.shape[-1] != self.n_individuals:
+            raise InputError(f"`b` must have {self.n_individuals} columns, got {b.shape[-1]}.")
+        return allele_frequencies(b, self.genotypes)
+
+
+class ComposedMechanism(Mechanism):
+    """Composition of black-box mechanisms on the same individuals (Theorem 5).
+
+    The release is the concatenation [M_1(b, xi_1), ..., M_m(b, xi_m)]; the noise vector is
+    split into consecutive blocks of each part's ``n_outputs``.
+    """
+
+    def __init__(self, parts: Sequence[Mechanism]) -> None:
+        if not parts:
+            raise InputError("`parts` must contain at least one mechanism.")
+        sizes = {part.n_individuals for part in parts}
+        if len(sizes) != 1:
+            raise InputError("all composed mechanisms must act on the same individuals.")
+        self.parts = list(parts)
+        self.n_individuals = sizes.pop()
+        self.n_outputs = sum(part.n_outputs for part in parts)
+        self.boundaries = np.cumsum([0] + [part.n_outputs for part in parts])
+
+    def statistic(self, b: torch.Tensor) -> torch.Tensor:
+        return torch.cat([part.statistic(b) for part in self.parts], dim=1)
+
+    def release(self, b: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        if noise.shape[-1] != self.n_outputs:
+            raise InputError(f"`noise` must have {self.n_outputs} columns, got {noise.shape[-1]}.")
+        blocks = [
+            part.release(b, noise[:, start:stop])
+            for part, start, stop in zip(self.parts, self.boundaries[:-1], self.boundaries[1:])
+        ]
+        return torch.cat(blocks, dim=1)
+
+    def describe(self) -> dict:
+        return {"kind": "ComposedMechanism", "outputs": self.n_outputs, "parts": [p.describe() for p in self.parts]}

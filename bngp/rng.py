@@ -1,0 +1,45 @@
+"""One way to handle randomness: resolve a seed once, derive independent streams from it.
+
+Every public entry point accepts ``seed: int | None | np.random.Generator``.  ``None`` draws a
+fresh seed from the OS, which is then recorded in the outputs so the run can be replayed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["SeedLike", "resolve_seed", "make_rng", "spawn_seeds", "torch_generator"]
+
+SeedLike = int | None | np.random.Generator
+
+
+def resolve_seed(seed: int | None) -> int:
+    """Return a concrete non-negative int seed (drawn from the OS when ``seed`` is None)."""
+    if seed is None:
+        return int(np.random.SeedSequence().entropy % (2**63))
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        from bngp.errors import InputError
+
+        raise InputError(f"`seed` must be a non-negative integer, got {seed!r}.")
+    return int(seed)
+
+
+def make_rng(seed: SeedLike) -> np.random.Generator:
+    """Return a numpy Generator for an int/None seed; pass a Generator through unchanged."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(resolve_seed(seed))
+
+
+def spawn_seeds(seed: int, n: int) -> list[int]:
+    """Derive ``n`` independent int seeds from ``seed`` (numpy SeedSequence spawning)."""
+    children = np.random.SeedSequence(seed).spawn(n)
+    return [int(c.generate_state(1, dtype=np.uint64)[0] % (2**63)) for c in children]
+
+
+def torch_generator(seed: int) -> torch.Generator:
+    """Return a CPU torch Generator seeded with ``seed``."""
+    generator = torch.Generator()
+    generator.manual_seed(int(seed))
+    return generator

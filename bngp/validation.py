@@ -1,0 +1,107 @@
+"""Input validation with one message form: "`name` must be ..., got ...".
+
+All checks raise :class:`bngp.errors.InputError` (or :class:`DataFormatError` for arrays).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bngp.errors import DataFormatError, InputError, MissingFileError
+
+__all__ = [
+    "check_binary_matrix",
+    "check_finite_array",
+    "check_in_open_interval",
+    "check_nonnegative",
+    "check_positive_int",
+    "check_probability_vector",
+    "check_readable_file",
+]
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_positive_int(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` as int if ``minimum <= value <= maximum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"`{name}` must be an integer, got {_short(value)}.")
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = "" if maximum is None else f" and <= {maximum}"
+        raise InputError(f"`{name}` must be >= {minimum}{upper}, got {value}.")
+    return int(value)
+
+
+def check_nonnegative(name: str, value: float) -> float:
+    """Return ``value`` as float if finite and >= 0."""
+    value = float(value)
+    if not np.isfinite(value) or value < 0:
+        raise InputError(f"`{name}` must be a finite number >= 0, got {value}.")
+    return value
+
+
+def check_in_open_interval(name: str, value: float, low: float, high: float) -> float:
+    """Return ``value`` as float if ``low < value < high``."""
+    value = float(value)
+    if not (low < value < high):
+        raise InputError(f"`{name}` must be in ({low:g}, {high:g}), got {value}.")
+    return value
+
+
+def check_finite_array(name: str, array: np.ndarray, *, ndim: int | None = None) -> np.ndarray:
+    """Return ``array`` as float64 if it has ``ndim`` dims, is non-empty and free of NaN/inf."""
+    array = np.asarray(array)
+    if ndim is not None and array.ndim != ndim:
+        raise DataFormatError(f"`{name}` must be a {ndim}-D array, got shape {array.shape}.")
+    if array.size == 0:
+        raise DataFormatError(f"`{name}` must not be empty, got shape {array.shape}.")
+    if not np.issubdtype(array.dtype, np.number) and array.dtype != bool:
+        raise DataFormatError(f"`{name}` must be numeric, got dtype {array.dtype}.")
+    array = array.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(array)):
+        raise DataFormatError(f"`{name}` contains NaN or infinite values.")
+    return array
+
+
+def check_binary_matrix(name: str, array: np.ndarray) -> np.ndarray:
+    """Return a non-empty 2-D 0/1 matrix as uint8; reject NaN and any other value."""
+    values = check_finite_array(name, array, ndim=2)
+    if values.shape[0] == 0 or values.shape[1] == 0:
+        raise DataFormatError(f"`{name}` must have at least one row and one column, got shape {values.shape}.")
+    bad = (values != 0) & (values != 1)
+    if bad.any():
+        example = values[bad][0]
+        raise DataFormatError(f"`{name}` must be binary (0/1), found value {example:g}.")
+    return values.astype(np.uint8)
+
+
+def check_probability_vector(name: str, values: np.ndarray, *, open_interval: bool = True) -> np.ndarray:
+    """Return a 1-D float array of probabilities in (0, 1) (or [0, 1] if not ``open_interval``)."""
+    values = check_finite_array(name, values, ndim=1)
+    if open_interval:
+        ok = (values > 0) & (values < 1)
+        interval = "(0, 1)"
+    else:
+        ok = (values >= 0) & (values <= 1)
+        interval = "[0, 1]"
+    if not ok.all():
+        raise InputError(f"`{name}` must lie in {interval}, found {values[~ok][0]:g}.")
+    return values
+
+
+def check_readable_file(name: str, path: str | Path) -> Path:
+    """Return ``path`` as a Path if it is an existing readable file."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingFileError(f"`{name}` file not found: {path}")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise MissingFileError(f"`{name}` file cannot be read: {path} ({exc.strerror})") from exc
+    return path
