@@ -1,0 +1,56 @@
+"""Membership-inference attacks on released summary statistics.
+
+Importing the package registers every attack: ``lrt``, ``adaptive-lrt``, ``optimal-lrt``
+(:mod:`attacks.lrt`), ``score``, ``homer`` (:mod:`attacks.tracing`), ``tree``, ``svm``,
+``linear`` (:mod:`attacks.learned`), ``reconstruction``, ``reconstruction-l1``
+(:mod:`attacks.reconstruction`).  Raw statistics shared by the attacks are in
+:mod:`attacks.statistics`.
+"""
+
+from attacks.base import Attack, AttackKnowledge, ReleaseSimulator, TorchAttack
+from attacks.registry import (
+    applicable_attacks,
+    attack_requirements,
+    available_attacks,
+    get_attack,
+    parse_attack_names,
+    register_attack,
+)
+from attacks.statistics import dwork_score, dwork_score_torch, homer, homer_torch, lrs, lrs_torch
+
+# Attack modules, imported in this order so that registration (and `all`) runs from the
+# classical likelihood-ratio tests to the learned attackers.
+from attacks.lrt import AdaptiveLRT, FixedThresholdLRT, OptimalLRT  # noqa: I001
+from attacks.tracing import HomerAttack, ScoreAttack
+from attacks.learned import DecisionTreeAttack, LinearAttack, SVMAttack, pair_features
+from attacks.reconstruction import L1Reconstruction, LeastSquaresReconstruction
+
+__all__ = [
+    "Attack",
+    "AttackKnowledge",
+    "ReleaseSimulator",
+    "TorchAttack",
+    "register_attack",
+    "get_attack",
+    "available_attacks",
+    "applicable_attacks",
+    "attack_requirements",
+    "parse_attack_names",
+    "FixedThresholdLRT",
+    "AdaptiveLRT",
+    "OptimalLRT",
+    "ScoreAttack",
+    "HomerAttack",
+    "DecisionTreeAttack",
+    "SVMAttack",
+    "LinearAttack",
+    "LeastSquaresReconstruction",
+    "L1Reconstruction",
+    "pair_features",
+    "lrs",
+    "lrs_torch",
+    "dwork_score",
+    "dwork_score_torch",
+    "homer",
+    "homer_torch",
+]

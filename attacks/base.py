@@ -4,6 +4,12 @@ Conventions (shared/reference/attacks.md): member = 1; an attack returns one rea
 target per release, higher = more likely member.  An attack is set up (:meth:`Attack.fit`)
 only with the knowledge it is defined to have, recorded in :class:`AttackKnowledge`, and
 never sees evaluation labels.  Scoring is vectorised over targets x releases.
+
+Honest orientation (shared/reference/bngp.md, "Orientation"): a fitted attack records the
+direction of its raw statistic (``orientation_``, +1 or -1), the decision threshold on its
+score (``threshold_``) and a note when the raw statistic had to be flipped
+(``orientation_note_``); all three are set from data the attack may have (its own shadow
+releases, the reference panel), never from evaluation labels.
 """
 
 from __future__ import annotations
@@ -14,11 +20,21 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
+import torch
 
+from attacks.inputs import (
+    check_pair,
+    check_releases,
+    check_releases_torch,
+    check_targets,
+    check_targets_torch,
+    compute_dtype,
+)
 from bngp.errors import InputError
+from bngp.metrics import auc
 from bngp.noise_law import NoiseLaw
 
-__all__ = ["AttackKnowledge", "Attack", "ReleaseSimulator", "NoiseLaw"]
+__all__ = ["AttackKnowledge", "Attack", "TorchAttack", "ReleaseSimulator", "NoiseLaw"]
 
 #: simulate(n_releases, seed) -> (releases (R, Q), memberships (R, K)): shadow releases the
 #: attacker generates itself against the (known) defense on the known population.
@@ -71,6 +87,18 @@ class Attack(ABC):
     requires: ClassVar[frozenset[str]] = frozenset()
     #: one sentence stating the attacker's knowledge and how its direction/threshold is set.
     knowledge_statement: ClassVar[str] = ""
+    #: True when :meth:`score_torch` is available (scores differentiable in the releases).
+    differentiable: ClassVar[bool] = False
+
+    #: +1 if the raw statistic is used as is, -1 if it is flipped; chosen from shadow data only.
+    orientation_: int = 1
+    #: decision threshold on :meth:`score` (declare member when score > threshold_), set at a
+    #: target false-positive rate on shadow data; None for attacks that have none.
+    threshold_: float | None = None
+    #: why the orientation is what it is when the raw statistic was flipped, else None.
+    orientation_note_: str | None = None
+    #: mean per-release AUC of the raw (unflipped) statistic on the attack's shadow releases.
+    shadow_auc_: float | None = None
 
     def fit(self, knowledge: AttackKnowledge, seed: int = 0) -> "Attack":
         """Set the attack up from the knowledge it is allowed to have; returns self."""
@@ -92,6 +120,116 @@ class Attack(ABC):
             releases: (n_releases, |Q|) released statistics in [0, 1] (or (|Q|,)).
         """
 
+    def score_torch(self, targets: torch.Tensor, releases: torch.Tensor) -> torch.Tensor:
+        """Differentiable scores (n_releases, n_targets), for training a defender against the attack.
+
+        Raises:
+            InputError: for attacks whose scores are not differentiable in the releases.
+        """
+        raise InputError(f"attack `{self.name}` has no differentiable (torch) form.")
+
+    def decide(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        """Membership decisions score > threshold_, shape (n_releases, n_targets), bool."""
+        if self.threshold_ is None:
+            raise InputError(f"attack `{self.name}` has no decision threshold; fit it first.")
+        return self.score(targets, releases) > self.threshold_
+
+    def _calibrate(
+        self,
+        raw_scores: np.ndarray,
+        labels: np.ndarray,
+        *,
+        source: str,
+        alpha: float | None = None,
+        threshold: float | None = None,
+    ) -> None:
+        """Fix orientation_ and threshold_ from labelled shadow scores (never evaluation labels).
+
+        The raw statistic keeps its direction when its mean per-release AUC on the shadow
+        releases is >= 0.5, otherwise it is flipped and ``orientation_note_`` says so.  The
+        threshold is the (1 - alpha) quantile of the oriented scores of shadow non-members
+        (false-positive rate alpha on the shadow data), unless ``threshold`` fixes it (on the
+        raw scale, e.g. 0 for the adaptive LRT whose threshold is built into its score).
+
+        Args:
+            raw_scores: (R, M) raw statistic on shadow releases x shadow individuals.
+            labels: (R, M) 0/1 shadow memberships.
+            source: description of the shadow releases, used in the note.
+            alpha: target false-positive rate in (0, 1) (when ``threshold`` is None).
+            threshold: fixed threshold on the raw statistic instead of the quantile.
+        """
+        if (alpha is None) == (threshold is None):
+            raise InputError("exactly one of `alpha` and `threshold` must be given.")
+        raw_scores = np.asarray(raw_scores, dtype=np.float64)
+        labels = np.asarray(labels)
+        rows = [i for i in range(labels.shape[0]) if 0 < labels[i].sum() < labels.shape[1]]
+        if not rows:
+            raise InputError(f"attack `{self.name}`: the shadow releases must contain members and non-members.")
+        self.shadow_auc_ = float(np.mean([auc(raw_scores[i], labels[i]) for i in rows]))
+        self.orientation_ = 1 if self.shadow_auc_ >= 0.5 else -1
+        self.orientation_note_ = (
+            None
+            if self.orientation_ == 1
+            else (
+                f"raw statistic anti-correlated with membership on {source} "
+                f"(shadow AUC {self.shadow_auc_:.3f}); flipped"
+            )
+        )
+        if threshold is not None:
+            self.threshold_ = float(self.orientation_ * threshold)
+        else:
+            negatives = self.orientation_ * raw_scores[labels == 0]
+            self.threshold_ = float(np.quantile(negatives, 1 - alpha, method="higher"))
+
     def describe(self) -> dict:
-        """Name and knowledge statement for reports."""
-        return {"name": self.name, "knowledge": self.knowledge_statement}
+        """Name, knowledge statement and the fitted orientation/threshold for reports."""
+        return {
+            "name": self.name,
+            "knowledge": self.knowledge_statement,
+            "requires": sorted(self.requires),
+            "orientation": self.orientation_,
+            "threshold": self.threshold_,
+            "orientation_note": self.orientation_note_,
+            "shadow_auc": self.shadow_auc_,
+        }
+
+
+class TorchAttack(Attack):
+    """An attack whose raw statistic is written once, in torch.
+
+    :meth:`score` validates numpy inputs and evaluates :meth:`_raw_torch` without gradients
+    (float32 releases in float32, others in float64); :meth:`score_torch` evaluates the same
+    code with gradients.  Both multiply by the fitted ``orientation_``.
+    """
+
+    differentiable: ClassVar[bool] = True
+    #: |Q| the attack was fitted on (None before fit).
+    n_attributes_: int | None = None
+
+    @abstractmethod
+    def _raw_torch(self, targets: torch.Tensor | np.ndarray, releases: torch.Tensor) -> torch.Tensor:
+        """Raw statistic (R, n) for binary targets (n, |Q|) and float releases (R, |Q|)."""
+
+    def _raw_numpy(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        """Raw statistic on already validated numpy arrays (float64 result, no gradients)."""
+        x = torch.from_numpy(np.asarray(releases)).to(compute_dtype(releases))
+        with torch.no_grad():
+            return self._raw_torch(targets, x).to(torch.float64).numpy()
+
+    def _check_fitted(self) -> int:
+        if self.n_attributes_ is None:
+            raise InputError(f"attack `{self.name}` must be fitted before scoring (call fit).")
+        return self.n_attributes_
+
+    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        n_attributes = self._check_fitted()
+        targets = check_targets(targets, n_attributes)
+        releases = check_releases(releases)
+        check_pair(targets, releases)
+        return self.orientation_ * self._raw_numpy(targets, releases)
+
+    def score_torch(self, targets: torch.Tensor, releases: torch.Tensor) -> torch.Tensor:
+        n_attributes = self._check_fitted()
+        targets = check_targets_torch(targets, n_attributes)
+        releases = check_releases_torch(releases, n_attributes)
+        return self.orientation_ * self._raw_torch(targets, releases)

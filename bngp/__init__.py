@@ -1,0 +1,68 @@
+"""bngp: Bayes-Nash generative privacy for released summary statistics.
+
+Train a defender that adds learned noise to released statistics (the BNGP game of Zhang,
+Venkatesaramani, De, Malin and Vorobeychik, 2025), attack any release with membership-inference
+attacks, and audit releases with valid empirical privacy bounds.
+
+The core names are imported lazily so that ``attacks`` and ``defenses`` (which import bngp's
+core modules) never meet an import cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    # data
+    "Population": "bngp.data.population",
+    "UniformSubsetPrior": "bngp.data.priors",
+    "BernoulliPrior": "bngp.data.priors",
+    "simulate_independent": "bngp.data.independent",
+    "simulate_genome": "bngp.data.genome",
+    "load_vcf": "bngp.data.vcf",
+    "load_population": "bngp.data.npz",
+    "save_population": "bngp.data.npz",
+    # mechanism and players
+    "SummaryStatistics": "bngp.mechanism",
+    "ComposedMechanism": "bngp.mechanism",
+    "Defender": "bngp.players",
+    "Attacker": "bngp.players",
+    # game, evaluation, metrics
+    "Game": "bngp.game",
+    "GameConfig": "bngp.game",
+    "train_attacker": "bngp.attacker_training",
+    "AttackerTrainingConfig": "bngp.attacker_training",
+    "evaluate_defense": "bngp.evaluate",
+    "membership_metrics": "bngp.metrics",
+    "auc": "bngp.metrics",
+    "roc_curve": "bngp.metrics",
+    "tpr_at_fpr": "bngp.metrics",
+    "membership_advantage": "bngp.metrics",
+    "bayes_weighted_advantage": "bngp.metrics",
+    "bgp_risk": "bngp.metrics",
+    "run_demo": "bngp.demo",
+    # errors
+    "BNGPError": "bngp.errors",
+    "InputError": "bngp.errors",
+    "DataFormatError": "bngp.errors",
+    "MissingFileError": "bngp.errors",
+    "UnknownNameError": "bngp.errors",
+    "TrainingError": "bngp.errors",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bngp' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,88 @@
+"""The learned Bayesian attacker BNGP(A) (paper 003, sections 3.2 and 5).
+
+A cross-entropy attacker network H(x) (see :class:`bngp.players.Attacker`) trained on
+releases the attacker simulates itself against the (frozen, known) defense on the known
+population: the minimiser of the expected cross-entropy is the posterior P(b_k = 1 | x)
+(Lemma 3), so its scores are posterior log-odds.  Orientation needs no choice: the training
+objective itself makes higher = more likely member.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attacks.base import Attack, AttackKnowledge
+from attacks.registry import register_attack
+from bngp.attacker_training import AttackerTrainingConfig, train_attacker
+from bngp.errors import DataFormatError, InputError
+from bngp.players import Attacker, AttackerSpec
+
+__all__ = ["BayesianAttack"]
+
+
+@register_attack("bayesian")
+class BayesianAttack(Attack):
+    """Fresh cross-entropy attacker trained on shadow releases against the known defense."""
+
+    requires = frozenset({"population", "simulate", "membership_prior"})
+    knowledge_statement = (
+        "knows the population (one output per known individual), the membership prior and the "
+        "defense as a black box it can query on datasets of its choosing (shadow releases); "
+        "trained by cross-entropy, so scores are posterior log-odds (no threshold or flip chosen)"
+    )
+
+    def __init__(self, config: AttackerTrainingConfig | None = None, progress: bool = False) -> None:
+        self.config = config or AttackerTrainingConfig()
+        self.progress = progress
+        self.attacker_: Attacker | None = None
+        self._rows: dict[bytes, int] = {}
+
+    def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
+        population = np.asarray(knowledge.population, dtype=np.uint8)
+        theta = np.asarray(knowledge.membership_prior, dtype=np.float64)
+        n_individuals, n_outputs = population.shape
+        simulate = knowledge.simulate
+        chunk = self.config.batch_size * 25
+        state = {"pool": None, "position": 0, "calls": 0}
+
+        def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+            if state["pool"] is None or state["position"] + n > state["pool"][0].shape[0]:
+                x, b = simulate(chunk, seed * 7919 + state["calls"])
+                state["pool"] = (torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32))
+                state["position"] = 0
+                state["calls"] += 1
+            start = state["position"]
+            state["position"] += n
+            return state["pool"][0][start : start + n], state["pool"][1][start : start + n]
+
+        spec = AttackerSpec(n_outputs, n_individuals, init=self.config.init)
+        self.attacker_ = train_attacker(
+            sample,
+            spec,
+            self.config,
+            seed=seed,
+            population=population,
+            n_members=float(knowledge.n_members if knowledge.n_members is not None else theta.sum()),
+            theta=theta,
+            progress=self.progress,
+            description="bayesian attacker",
+        )
+        self._rows = {row.tobytes(): i for i, row in enumerate(population)}
+
+    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        if self.attacker_ is None:
+            raise InputError("the bayesian attack must be fitted before scoring.")
+        targets = np.asarray(targets, dtype=np.uint8)
+        releases = np.atleast_2d(np.asarray(releases, dtype=np.float32))
+        if releases.shape[1] != self.attacker_.spec.n_outputs:
+            raise DataFormatError(
+                f"`releases` must have {self.attacker_.spec.n_outputs} columns, got {releases.shape[1]}."
+            )
+        try:
+            columns = np.array([self._rows[row.tobytes()] for row in targets])
+        except KeyError as exc:
+            raise DataFormatError("the bayesian attacker can only score individuals of its known population.") from exc
+        with torch.no_grad():
+            logits = self.attacker_(torch.as_tensor(releases)).numpy().astype(np.float64)
+        return logits[:, columns]

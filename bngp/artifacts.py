@@ -1,0 +1,95 @@
+"""The trained-defender artifact written into a run directory (``RUN_DIR/defender.pt``).
+
+Contents (all loadable with ``torch.load(..., weights_only=True)``): the defender's
+state dict, its architecture, the population fingerprint it was trained on, the membership
+prior, the trade-off weights kappa and the training configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bngp.errors import DataFormatError, TrainingError
+from bngp.io_utils import atomic_write
+from bngp.players import Defender, DefenderSpec
+from bngp.validation import check_readable_file
+
+__all__ = ["DefenderArtifact", "population_fingerprint", "save_defender", "load_defender", "DEFENDER_FILE"]
+
+DEFENDER_FILE = "defender.pt"
+
+
+def population_fingerprint(genotypes: np.ndarray) -> str:
+    """SHA-256 of the genotype matrix (shape + bytes): identifies the population trained on."""
+    genotypes = np.ascontiguousarray(genotypes, dtype=np.uint8)
+    digest = hashlib.sha256(str(genotypes.shape).encode())
+    digest.update(genotypes.tobytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, eq=False)
+class DefenderArtifact:
+    """A trained defender G with what is needed to use and describe it."""
+
+    defender: Defender
+    fingerprint: str
+    prior: dict
+    kappa: np.ndarray
+    config: dict
+
+    def check_population(self, genotypes: np.ndarray) -> None:
+        """Raise if ``genotypes`` is not the population the defender was trained on."""
+        if population_fingerprint(genotypes) != self.fingerprint:
+            raise DataFormatError("the trained defender was trained on a different population (fingerprint mismatch).")
+
+
+def save_defender(path: str | Path, defender: Defender, fingerprint: str, prior: dict, kappa: np.ndarray, config: dict) -> Path:
+    """Write the artifact atomically."""
+    payload = {
+        "format": "bngp-defender-1",
+        "state_dict": defender.state_dict(),
+        "spec": defender.spec.to_dict(),
+        "fingerprint": fingerprint,
+        "prior": prior,
+        "kappa": torch.as_tensor(np.asarray(kappa, dtype=np.float32)),
+        "config": config,
+    }
+    with atomic_write(path) as handle:
+        torch.save(payload, handle)
+    return Path(path)
+
+
+def load_defender(path: str | Path) -> DefenderArtifact:
+    """Load a defender artifact safely (``weights_only=True``); the defender is in eval mode."""
+    path = check_readable_file("defender", path)
+    try:
+        payload = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:  # torch raises several unrelated types for corrupt files
+        raise DataFormatError(f"{path} is not a bngp defender checkpoint ({type(exc).__name__}).") from exc
+    if not isinstance(payload, dict) or payload.get("format") != "bngp-defender-1":
+        raise DataFormatError(f"{path} is not a bngp defender checkpoint.")
+    spec_data = dict(payload["spec"])
+    spec = DefenderSpec(
+        n_individuals=int(spec_data["n_individuals"]),
+        n_outputs=int(spec_data["n_outputs"]),
+        noise_dim=int(spec_data["noise_dim"]),
+        widths=tuple(int(w) for w in spec_data["widths"]),
+    )
+    defender = Defender(spec)
+    try:
+        defender.load_state_dict(payload["state_dict"])
+    except RuntimeError as exc:
+        raise TrainingError(f"{path}: defender weights do not match its architecture.") from exc
+    defender.eval()
+    return DefenderArtifact(
+        defender=defender,
+        fingerprint=str(payload["fingerprint"]),
+        prior=dict(payload["prior"]),
+        kappa=payload["kappa"].numpy().astype(np.float64),
+        config=dict(payload["config"]),
+    )

@@ -1,0 +1,93 @@
+"""Empirical privacy audits: scores in, lower bounds on eps out (numpy/scipy only).
+
+Member = 1, higher score = member.  Every audit returns a frozen dataclass recording the
+method, the confidence, delta, how many thresholds were examined and the union bound that
+pays for that search (:class:`AuditResult`).
+
+* :mod:`~bngp.audit.many_run`: Clopper-Pearson eps and GDP mu lower bounds from many runs.
+* :mod:`~bngp.audit.roc`: empirical ROC, AUC, TPR at FPR, advantage.
+* :mod:`~bngp.audit.one_run`: the one-run audit of Steinke, Nasr, Jagielski (2023).
+* :mod:`~bngp.audit.panoramia`: PANORAMIA's c_lb, {c+eps}_lb and eps_tilde.
+* :mod:`~bngp.audit.binomial`: the binomial test shared by the two above, CP limits.
+* :mod:`~bngp.audit.bits`: the audit as bit transmission (paper 002).
+* :mod:`~bngp.audit.tradeoff`: GDP / Laplace parameter to (eps, delta).
+* :mod:`~bngp.audit.gan_samples`: privacy calculators for generated samples (paper 004).
+"""
+
+from bngp.audit.binomial import (
+    BinomialBound,
+    binomial_bound,
+    binomial_p_value,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+)
+from bngp.audit.bits import (
+    FAMILIES,
+    INTERVALS,
+    BitsResult,
+    bits_audit,
+    bits_audit_from_counts,
+    error_rate_upper_bound,
+    per_bit_error_floor,
+    theta_from_error_rate,
+)
+from bngp.audit.gan_samples import (
+    auc_upper_bound,
+    epsilon_lower_bound_from_tv,
+    gan_sample_delta,
+    gan_sample_epsilon,
+    roc_tpr_upper_bound,
+    tv_lower_bound_from_auc,
+    tv_lower_bound_from_roc,
+    tv_upper_bound_from_dp,
+)
+from bngp.audit.many_run import STRATEGIES, GdpResult, ManyRunResult, gdp_audit, many_run_audit
+from bngp.audit.one_run import OneRunResult, default_one_run_candidates, one_run_audit, one_run_search
+from bngp.audit.panoramia import PanoramiaResult, panoramia_audit
+from bngp.audit.results import AuditResult
+from bngp.audit.roc import RocCurve, RocSummary, roc_curve, roc_summary
+from bngp.audit.tradeoff import gdp_delta, gdp_epsilon, laplace_delta, laplace_epsilon
+
+__all__ = [
+    "AuditResult",
+    "BinomialBound",
+    "BitsResult",
+    "FAMILIES",
+    "GdpResult",
+    "INTERVALS",
+    "ManyRunResult",
+    "OneRunResult",
+    "PanoramiaResult",
+    "RocCurve",
+    "RocSummary",
+    "STRATEGIES",
+    "auc_upper_bound",
+    "binomial_bound",
+    "binomial_p_value",
+    "bits_audit",
+    "bits_audit_from_counts",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "default_one_run_candidates",
+    "epsilon_lower_bound_from_tv",
+    "error_rate_upper_bound",
+    "gan_sample_delta",
+    "gan_sample_epsilon",
+    "gdp_audit",
+    "gdp_delta",
+    "gdp_epsilon",
+    "laplace_delta",
+    "laplace_epsilon",
+    "many_run_audit",
+    "one_run_audit",
+    "one_run_search",
+    "panoramia_audit",
+    "per_bit_error_floor",
+    "roc_curve",
+    "roc_summary",
+    "roc_tpr_upper_bound",
+    "theta_from_error_rate",
+    "tv_lower_bound_from_auc",
+    "tv_lower_bound_from_roc",
+    "tv_upper_bound_from_dp",
+]

@@ -1,0 +1,86 @@
+"""Checks shared by the audits: confidence, delta, score/label arrays and seeds.
+
+Every failure raises :class:`bngp.errors.InputError` (or its subclass ``DataFormatError``)
+with a one-line message of the form "`name` must be ..., got ...".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bngp.errors import DataFormatError, InputError
+from bngp.validation import check_finite_array, check_in_open_interval
+
+__all__ = [
+    "SeedLike",
+    "check_confidence",
+    "check_delta",
+    "check_labels",
+    "check_scores_and_labels",
+    "resolve_rng",
+]
+
+SeedLike = int | None | np.random.Generator
+
+
+def check_confidence(confidence: float) -> float:
+    """Return ``confidence`` as float if it lies in (0, 1)."""
+    return check_in_open_interval("confidence", confidence, 0.0, 1.0)
+
+
+def check_delta(delta: float, name: str = "delta") -> float:
+    """Return ``delta`` as float if it lies in [0, 1)."""
+    value = float(delta)
+    if not (0.0 <= value < 1.0):
+        raise InputError(f"`{name}` must be in [0, 1), got {value}.")
+    return value
+
+
+def check_labels(name: str, labels: np.ndarray, length: int | None = None) -> np.ndarray:
+    """Return a 1-D 0/1 (or bool) label array as bool; reject NaN, other values, bad length."""
+    values = check_finite_array(name, labels, ndim=1)
+    bad = (values != 0) & (values != 1)
+    if bad.any():
+        raise DataFormatError(f"`{name}` must be 0/1, found value {values[bad][0]:g}.")
+    if length is not None and values.shape[0] != length:
+        raise DataFormatError(f"`{name}` must have length {length} (one per score), got {values.shape[0]}.")
+    return values.astype(bool)
+
+
+def check_scores_and_labels(
+    scores: np.ndarray,
+    members: np.ndarray,
+    *,
+    scores_name: str = "scores",
+    members_name: str = "members",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a score vector and its membership labels (member = 1, higher score = member).
+
+    Returns:
+        (scores as float64, members as bool), both 1-D of the same length, with at least one
+        member and one non-member.
+    """
+    values = check_finite_array(scores_name, scores, ndim=1)
+    labels = check_labels(members_name, members, length=values.shape[0])
+    n_members = int(labels.sum())
+    if n_members == 0 or n_members == labels.shape[0]:
+        kind = "non-member (0)" if n_members else "member (1)"
+        raise DataFormatError(
+            f"`{members_name}` must contain both members and non-members, got no {kind} among {labels.shape[0]}."
+        )
+    return values, labels
+
+
+def resolve_rng(seed: SeedLike) -> tuple[np.random.Generator, int | None]:
+    """Return ``(generator, recorded_seed)``.
+
+    An int seed is used as is; ``None`` draws a fresh seed from the OS (recorded so that the
+    run can be replayed); a Generator is used as given and recorded as ``None``.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed, None
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (2**63))
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"`seed` must be a non-negative integer, None or a numpy Generator, got {seed!r}.")
+    return np.random.default_rng(int(seed)), int(seed)

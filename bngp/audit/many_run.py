@@ -1,0 +1,450 @@
+"""Many-run audit: eps and GDP-mu lower bounds from member / non-member scores.
+
+Setting (Kairouz, Oh, Viswanath 2015; Jagielski, Ullman, Oprea 2020): N0 independent runs
+without the target (non-members, label 0) and N1 with it (members, label 1), one score per
+run, higher = member.  A threshold t predicts "member" for score >= t; FP non-members and
+FN members are misclassified.  With one-sided Clopper-Pearson upper limits
+
+    alpha_u = BetaPPF(1 - e0; FP + 1, N0 - FP),   beta_u = BetaPPF(1 - e1; FN + 1, N1 - FN)
+
+(= 1 when FP = N0 / FN = N1), (eps, delta)-DP forces alpha + e^eps beta >= 1 - delta and
+beta + e^eps alpha >= 1 - delta, hence
+
+    eps_lb(t) = max(ln((1 - delta - alpha_u)/beta_u), ln((1 - delta - beta_u)/alpha_u), 0),
+
+and mu-GDP forces beta >= Phi(Phi^-1(1 - alpha) - mu), hence
+mu_lb(t) = max(Phi^-1(1 - alpha_u) - Phi^-1(beta_u), 0) (Dong, Roth, Su 2019, Def. 2.6).
+
+Threshold strategies (the error beta = 1 - confidence is split between the two intervals):
+
+* ``"bonferroni"``: every distinct score is a threshold.  The thresholds depend on the data,
+  so the union bound is taken over the values the counts can take: FP = k happens only for
+  thresholds t above the (k+1)-th largest non-member score X, where the true rate
+  P[score >= t] <= P[score > X], and P[score > X] is stochastically at most Beta(k + 1,
+  N0 - k) (probability integral transform; ties only make it smaller).  Hence e0 = beta / (2 N0) and e1 = beta / (2 N1) make the limits hold
+  simultaneously at every threshold, whichever is picked.  Without ties this is less
+  conservative than a Bonferroni correction over the T = N0 + N1 + 1 distinct thresholds
+  (e = beta / (2 T)), and unlike that correction it stays valid when ties leave T < N0.
+* ``"explicit"``: L thresholds fixed before seeing the scores; e0 = e1 = beta / (2 L).
+* ``"split"``: the threshold is chosen on a random selection split (by the Bonferroni rule
+  above) and evaluated on the disjoint remainder with e0 = e1 = beta / 2, no union bound.
+
+The maximum over thresholds is exact yet fast: only thresholds ending a run of members can
+be best (moving past a member lowers FN at equal FP, and both bounds decrease in alpha_u and
+beta_u); Beta quantiles are first computed on a sparse grid of count levels, giving for every
+candidate an optimistic and a pessimistic value, and the exact quantiles are computed only
+for candidates whose optimistic value beats the best pessimistic one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from bngp.audit.binomial import clopper_pearson_upper
+from bngp.audit.inputs import SeedLike, check_confidence, check_delta, check_scores_and_labels, resolve_rng
+from bngp.audit.results import AuditResult
+from bngp.audit.roc import threshold_counts
+from bngp.audit.tradeoff import gdp_epsilon
+from bngp.errors import DataFormatError, InputError
+from bngp.validation import check_finite_array, check_in_open_interval
+
+__all__ = ["STRATEGIES", "GdpResult", "ManyRunResult", "gdp_audit", "many_run_audit"]
+
+#: threshold strategies accepted by :func:`many_run_audit` and :func:`gdp_audit`.
+STRATEGIES = ("bonferroni", "explicit", "split")
+
+#: count levels below this get their own exact quantile in the bracketing grid.
+_DENSE_LEVELS = 256
+#: above the dense part the grid step is about sqrt(level) / _GRID_DIVISOR.
+_GRID_DIVISOR = 8.0
+
+Objective = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _epsilon_objective(delta: float) -> Objective:
+    """eps(alpha_u, beta_u) = max(ln((1-delta-alpha_u)/beta_u), ln((1-delta-beta_u)/alpha_u)), -inf if undefined."""
+
+    def objective(alpha_u: np.ndarray, beta_u: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            first = np.log(1.0 - delta - alpha_u) - np.log(beta_u)
+            second = np.log(1.0 - delta - beta_u) - np.log(alpha_u)
+        first = np.where(np.isnan(first), -np.inf, first)
+        second = np.where(np.isnan(second), -np.inf, second)
+        return np.maximum(first, second)
+
+    return objective
+
+
+def _gdp_objective(alpha_u: np.ndarray, beta_u: np.ndarray) -> np.ndarray:
+    """mu(alpha_u, beta_u) = Phi^-1(1 - alpha_u) - Phi^-1(beta_u) = -(Phi^-1(alpha_u) + Phi^-1(beta_u))."""
+    value = -(special.ndtri(alpha_u) + special.ndtri(beta_u))
+    return np.where(np.isnan(value), -np.inf, value)
+
+
+class _LevelQuantiles:
+    """Clopper-Pearson upper limits of k / n for k in 0..n, bracketed on a sparse grid."""
+
+    def __init__(self, n: int, error: float) -> None:
+        self.n = n
+        self.error = error
+        levels = list(range(min(n, _DENSE_LEVELS) + 1))
+        level = levels[-1]
+        while level < n:
+            level = min(n, level + max(1, int(math.sqrt(level) / _GRID_DIVISOR)))
+            levels.append(level)
+        self.grid = np.asarray(levels, dtype=np.int64)
+        self.values = clopper_pearson_upper(self.grid, n, error)
+
+    def bracket(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) bounds on the limit at each level in ``k`` (monotone in k)."""
+        low = np.searchsorted(self.grid, k, side="right") - 1
+        high = np.searchsorted(self.grid, k, side="left")
+        return self.values[low], self.values[high]
+
+    def exact(self, k: np.ndarray) -> np.ndarray:
+        """Exact limits at the levels in ``k`` (computed once per distinct level)."""
+        unique, inverse = np.unique(k, return_inverse=True)
+        return clopper_pearson_upper(unique, self.n, self.error)[inverse]
+
+
+def _best_index(
+    fp: np.ndarray,
+    fn: np.ndarray,
+    fpr_limits: _LevelQuantiles,
+    fnr_limits: _LevelQuantiles,
+    objective: Objective,
+) -> tuple[int, float, float, float]:
+    """argmax of objective(alpha_u(fp), beta_u(fn)) over the given count pairs.
+
+    Returns ``(index, value, alpha_u, beta_u)`` at the maximiser (exact quantiles).
+    """
+    alpha_low, alpha_high = fpr_limits.bracket(fp)
+    beta_low, beta_high = fnr_limits.bracket(fn)
+    optimistic = objective(alpha_low, beta_low)
+    pessimistic = objective(alpha_high, beta_high)
+    anchor = int(np.argmax(pessimistic))
+    floor = max(float(pessimistic[anchor]), 0.0)
+    survivors = np.flatnonzero(optimistic > floor)
+    survivors = np.union1d(survivors, [anchor])
+    alpha_u = fpr_limits.exact(fp[survivors])
+    beta_u = fnr_limits.exact(fn[survivors])
+    values = objective(alpha_u, beta_u)
+    best = int(np.argmax(values))
+    return int(survivors[best]), float(values[best]), float(alpha_u[best]), float(beta_u[best])
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """The maximising threshold of one audit and the quantities behind it."""
+
+    value: float
+    threshold: float
+    false_positives: int
+    false_negatives: int
+    n_nonmembers: int
+    n_members: int
+    alpha_upper: float
+    beta_upper: float
+    error_fpr: float
+    error_fnr: float
+    thresholds_examined: int
+    union_bound: str
+    seed: int | None
+
+
+def _sweep(scores: np.ndarray, members: np.ndarray, beta: float, objective: Objective) -> _Choice:
+    """Bonferroni strategy: best of every distinct threshold, union over FP and FN levels."""
+    thresholds, tp, fp = threshold_counts(scores, members)
+    n1 = int(members.sum())
+    n0 = members.shape[0] - n1
+    fn = n1 - tp
+    # Only the last threshold of a run of members can be best (same FP, smaller FN).
+    candidates = np.flatnonzero(np.append(fp[1:] > fp[:-1], True))
+    fpr_limits = _LevelQuantiles(n0, beta / (2.0 * n0))
+    fnr_limits = _LevelQuantiles(n1, beta / (2.0 * n1))
+    index, value, alpha_u, beta_u = _best_index(fp[candidates], fn[candidates], fpr_limits, fnr_limits, objective)
+    chosen = candidates[index]
+    return _Choice(
+        value=value,
+        threshold=float(thresholds[chosen]),
+        false_positives=int(fp[chosen]),
+        false_negatives=int(fn[chosen]),
+        n_nonmembers=n0,
+        n_members=n1,
+        alpha_upper=alpha_u,
+        beta_upper=beta_u,
+        error_fpr=beta / (2.0 * n0),
+        error_fnr=beta / (2.0 * n1),
+        thresholds_examined=int(thresholds.shape[0]),
+        union_bound=f"bonferroni over {n0} FP levels and {n1} FN levels (covers every threshold)",
+        seed=None,
+    )
+
+
+def _fixed_thresholds(
+    scores: np.ndarray, members: np.ndarray, thresholds: np.ndarray, error: float, objective: Objective
+) -> tuple[int, float, float, float, np.ndarray, np.ndarray]:
+    """Evaluate thresholds fixed in advance; returns the argmax and the counts."""
+    member_scores = np.sort(scores[members])
+    nonmember_scores = np.sort(scores[~members])
+    n1, n0 = member_scores.shape[0], nonmember_scores.shape[0]
+    fp = n0 - np.searchsorted(nonmember_scores, thresholds, side="left")
+    fn = np.searchsorted(member_scores, thresholds, side="left")
+    alpha_u = clopper_pearson_upper(fp, n0, error)
+    beta_u = clopper_pearson_upper(fn, n1, error)
+    values = objective(alpha_u, beta_u)
+    best = int(np.argmax(values))
+    return best, float(values[best]), float(alpha_u[best]), float(beta_u[best]), fp, fn
+
+
+def _explicit(
+    scores: np.ndarray, members: np.ndarray, thresholds: np.ndarray, beta: float, objective: Objective
+) -> _Choice:
+    count = thresholds.shape[0]
+    error = beta / (2.0 * count)
+    best, value, alpha_u, beta_u, fp, fn = _fixed_thresholds(scores, members, thresholds, error, objective)
+    n1 = int(members.sum())
+    return _Choice(
+        value=value,
+        threshold=float(thresholds[best]),
+        false_positives=int(fp[best]),
+        false_negatives=int(fn[best]),
+        n_nonmembers=members.shape[0] - n1,
+        n_members=n1,
+        alpha_upper=alpha_u,
+        beta_upper=beta_u,
+        error_fpr=error,
+        error_fnr=error,
+        thresholds_examined=count,
+        union_bound=f"bonferroni over {count} thresholds fixed in advance",
+        seed=None,
+    )
+
+
+def _split(
+    scores: np.ndarray, members: np.ndarray, beta: float, objective: Objective, fraction: float, seed: SeedLike
+) -> _Choice:
+    rng, recorded = resolve_rng(seed)
+    order = rng.permutation(scores.shape[0])
+    n_select = int(round(fraction * scores.shape[0]))
+    select, evaluate = order[:n_select], order[n_select:]
+    for name, part in (("selection", select), ("evaluation", evaluate)):
+        n_part_members = int(members[part].sum())
+        if n_part_members == 0 or n_part_members == part.shape[0]:
+            raise DataFormatError(
+                f"the {name} split ({part.shape[0]} rows) lacks members or non-members; "
+                "use more scores or another `split_fraction`."
+            )
+    chosen = _sweep(scores[select], members[select], beta, objective)
+    threshold = np.array([chosen.threshold])
+    _, value, alpha_u, beta_u, fp, fn = _fixed_thresholds(
+        scores[evaluate], members[evaluate], threshold, beta / 2.0, objective
+    )
+    n1 = int(members[evaluate].sum())
+    return _Choice(
+        value=value,
+        threshold=chosen.threshold,
+        false_positives=int(fp[0]),
+        false_negatives=int(fn[0]),
+        n_nonmembers=evaluate.shape[0] - n1,
+        n_members=n1,
+        alpha_upper=alpha_u,
+        beta_upper=beta_u,
+        error_fpr=beta / 2.0,
+        error_fnr=beta / 2.0,
+        thresholds_examined=chosen.thresholds_examined,
+        union_bound=(
+            f"none: threshold chosen on a disjoint selection split of {n_select} rows, "
+            f"evaluated on {evaluate.shape[0]} rows"
+        ),
+        seed=recorded,
+    )
+
+
+def _choose(
+    scores: np.ndarray,
+    members: np.ndarray,
+    confidence: float,
+    strategy: str,
+    thresholds: Sequence[float] | np.ndarray | None,
+    split_fraction: float,
+    seed: SeedLike,
+    objective: Objective,
+) -> _Choice:
+    values, labels = check_scores_and_labels(scores, members)
+    beta = 1.0 - check_confidence(confidence)
+    if strategy not in STRATEGIES:
+        raise InputError(f"`strategy` must be one of {', '.join(STRATEGIES)}, got {strategy!r}.")
+    if (thresholds is not None) != (strategy == "explicit"):
+        raise InputError("`thresholds` must be given exactly when `strategy` is 'explicit'.")
+    if strategy == "explicit":
+        fixed = check_finite_array("thresholds", np.asarray(thresholds, dtype=np.float64), ndim=1)
+        return _explicit(values, labels, fixed, beta, objective)
+    if strategy == "split":
+        fraction = check_in_open_interval("split_fraction", split_fraction, 0.0, 1.0)
+        return _split(values, labels, beta, objective, fraction, seed)
+    return _sweep(values, labels, beta, objective)
+
+
+@dataclass(frozen=True)
+class ManyRunResult(AuditResult):
+    """Many-run Clopper-Pearson lower bound on eps.
+
+    Attributes:
+        epsilon_lb: max over thresholds of eps_lb(t), clipped at 0.
+        strategy: ``"bonferroni"``, ``"explicit"`` or ``"split"``.
+        threshold: the maximising threshold (score >= threshold predicts member; ``inf``
+            means "predict nobody").
+        false_positives: FP at that threshold (on the evaluation split for ``"split"``).
+        false_negatives: FN at that threshold.
+        n_nonmembers: N0 used for the bound.
+        n_members: N1 used for the bound.
+        alpha_upper: Clopper-Pearson upper limit on the false-positive rate.
+        beta_upper: Clopper-Pearson upper limit on the false-negative rate.
+        error_fpr: one-sided error e0 of each false-positive-rate limit.
+        error_fnr: one-sided error e1 of each false-negative-rate limit.
+        seed: the seed of the random split (``None`` otherwise or for a passed Generator).
+    """
+
+    epsilon_lb: float
+    strategy: str
+    threshold: float
+    false_positives: int
+    false_negatives: int
+    n_nonmembers: int
+    n_members: int
+    alpha_upper: float
+    beta_upper: float
+    error_fpr: float
+    error_fnr: float
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class GdpResult(ManyRunResult):
+    """Many-run lower bound on the GDP parameter mu, and the eps it implies at ``delta``.
+
+    Attributes:
+        mu_lb: max over thresholds of Phi^-1(1 - alpha_u) - Phi^-1(beta_u), clipped at 0.
+        epsilon_assumption: the assumption behind ``epsilon_lb`` (the mechanism is mu-GDP;
+            without it only ``mu_lb`` and the many-run eps bound are assumption-free).
+    """
+
+    mu_lb: float
+    epsilon_assumption: str
+
+
+def many_run_audit(
+    scores: np.ndarray,
+    members: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    delta: float = 0.0,
+    strategy: str = "bonferroni",
+    thresholds: Sequence[float] | np.ndarray | None = None,
+    split_fraction: float = 0.5,
+    seed: SeedLike = 0,
+) -> ManyRunResult:
+    """Clopper-Pearson lower bound on eps at ``delta`` from member / non-member scores.
+
+    See the module docstring for the bound and the threshold strategies.
+
+    Args:
+        scores: one score per run, higher = member.
+        members: 1 if the run included the target, else 0.
+        confidence: 1 - beta, the probability that the bound holds.
+        delta: the delta of (eps, delta)-DP the bound is stated at.
+        strategy: ``"bonferroni"`` (all distinct thresholds), ``"explicit"`` (``thresholds``
+            fixed in advance) or ``"split"`` (choose on a random split, evaluate on the rest).
+        thresholds: the fixed thresholds for ``"explicit"``.
+        split_fraction: share of rows used to choose the threshold for ``"split"``.
+        seed: seed of the random split.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> members = np.repeat([0, 1], 1000)
+        >>> res = many_run_audit(rng.normal(size=2000) + 4.0 * members, members)
+        >>> 2.0 < res.epsilon_lb < 6.0
+        True
+    """
+    delta = check_delta(delta)
+    choice = _choose(scores, members, confidence, strategy, thresholds, split_fraction, seed, _epsilon_objective(delta))
+    return ManyRunResult(
+        method="many-run clopper-pearson",
+        confidence=float(confidence),
+        delta=delta,
+        thresholds_examined=choice.thresholds_examined,
+        union_bound=choice.union_bound,
+        epsilon_lb=max(choice.value, 0.0),
+        strategy=strategy,
+        threshold=choice.threshold,
+        false_positives=choice.false_positives,
+        false_negatives=choice.false_negatives,
+        n_nonmembers=choice.n_nonmembers,
+        n_members=choice.n_members,
+        alpha_upper=choice.alpha_upper,
+        beta_upper=choice.beta_upper,
+        error_fpr=choice.error_fpr,
+        error_fnr=choice.error_fnr,
+        seed=choice.seed,
+    )
+
+
+def gdp_audit(
+    scores: np.ndarray,
+    members: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    delta: float = 1e-5,
+    strategy: str = "bonferroni",
+    thresholds: Sequence[float] | np.ndarray | None = None,
+    split_fraction: float = 0.5,
+    seed: SeedLike = 0,
+) -> GdpResult:
+    """Lower bound on the GDP parameter mu, and eps at ``delta`` assuming mu-GDP.
+
+    mu_lb = max_t Phi^-1(1 - alpha_u) - Phi^-1(beta_u) (clipped at 0) with the same
+    Clopper-Pearson limits and threshold strategies as :func:`many_run_audit`; then
+    ``epsilon_lb = gdp_epsilon(mu_lb, delta)`` (Dong, Roth, Su 2019, Cor. 2.13), valid only
+    if the mechanism's trade-off curve is Gaussian.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> members = np.repeat([0, 1], 1000)
+        >>> res = gdp_audit(rng.normal(size=2000) + 2.0 * members, members)
+        >>> 1.0 < res.mu_lb < 2.0
+        True
+    """
+    delta = check_delta(delta)
+    if delta == 0.0:
+        raise InputError(
+            "`delta` must be > 0 for the GDP audit (a mu-GDP mechanism with mu > 0 has eps = inf at delta = 0)."
+        )
+    choice = _choose(scores, members, confidence, strategy, thresholds, split_fraction, seed, _gdp_objective)
+    mu_lb = max(choice.value, 0.0)
+    return GdpResult(
+        method="many-run gdp",
+        confidence=float(confidence),
+        delta=delta,
+        thresholds_examined=choice.thresholds_examined,
+        union_bound=choice.union_bound,
+        epsilon_lb=gdp_epsilon(mu_lb, delta),
+        strategy=strategy,
+        threshold=choice.threshold,
+        false_positives=choice.false_positives,
+        false_negatives=choice.false_negatives,
+        n_nonmembers=choice.n_nonmembers,
+        n_members=choice.n_members,
+        alpha_upper=choice.alpha_upper,
+        beta_upper=choice.beta_upper,
+        error_fpr=choice.error_fpr,
+        error_fnr=choice.error_fnr,
+        seed=choice.seed,
+        mu_lb=mu_lb,
+        epsilon_assumption="the mechanism is mu-GDP (Gaussian trade-off); eps converted from mu_lb at delta",
+    )

@@ -1,0 +1,22 @@
+"""``bngp demo``: simulate a small genome, train defenders, evaluate them, write a report."""
+
+from __future__ import annotations
+
+import argparse
+
+from bngp.demo import DemoConfig, run_demo
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    defaults = DemoConfig()
+    parser = subparsers.add_parser("demo", help="end-to-end demonstration on built-in defaults")
+    parser.add_argument("--out", default="bngp-demo", metavar="DIR", help="output directory (default bngp-demo)")
+    parser.add_argument("--steps", type=int, default=defaults.steps, help="defender training steps")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--quiet", action="store_true")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    run_demo(args.out, DemoConfig(steps=args.steps, seed=args.seed), progress=not args.quiet)
+    return 0

@@ -1,0 +1,485 @@
+"""The general-sum GAN that trains a defender G against a cross-entropy attacker H.
+
+Paper 003, section 3 (the Bayes-Nash generative privacy game) and App. L:
+- attacker loss: CEL(H(x), b), averaged over individuals and over draws b ~ sigma,
+  r ~ U[0, 1]^q; its minimiser is the posterior (Lemma 3);
+- privacy loss of the defender: PrivacyL = -CEL of the best attacker (the BGP risk is the
+  minimal CEL).  Used here as the *leakage* max(h(theta) - CEL, 0) in nats per individual
+  (h = binary entropy of the marginal membership probability): the current attacker's CEL
+  and the prior-only attacker's h(theta) are both upper bounds on the BGP risk, so the
+  smaller one is the better estimate.  The clamp removes the defender's incentive to make its
+  own attacker confidently wrong (which any fresh attacker would undo) and otherwise equals
+  -CEL up to a constant;
+- utility loss: UtilityL = mean_j kappa_j |x_j - f(D)_j| (App. L.3; scalar kappa = same
+  weight everywhere; measured on the clipped release, so clipping counts);
+- defender objectives (section 3.3):
+  * ``preference``: leakage + UtilityL with the kappa weights (kappa 0 = privacy only);
+  * ``utility-budget``: minimise leakage s.t. mean |x - f(D)| <= budget (Lagrangian with a
+    multiplier updated by dual ascent);
+  * ``privacy-budget``: minimise mean |x - f(D)| s.t. leakage <= budget (same method).
+- alternating updates: ``attacker_steps`` attacker steps per defender step.  With one
+  attacker step per defender step the defender learns to fool only its own attacker (a
+  fresh attacker then reaches AUC 0.98 at kappa = 0 on a prototype); the default uses more.
+
+Everything random is drawn from one torch Generator seeded from the run's seed and saved in
+checkpoints, so a run resumed from a checkpoint reproduces the uninterrupted run exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from bngp.artifacts import DEFENDER_FILE, population_fingerprint, save_defender
+from bngp.attacker_training import AttackerTrainingConfig, train_attacker
+from bngp.data.population import Population
+from bngp.data.priors import MembershipPrior
+from bngp.errors import InputError, TrainingError
+from bngp.io_utils import atomic_write, write_json
+from bngp.mechanism import Mechanism, SummaryStatistics
+from bngp.metrics import auc, binary_entropy
+from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec
+
+__all__ = ["GameConfig", "Game", "OBJECTIVES", "CHECKPOINT_FILE", "CONFIG_FILE", "SUMMARY_FILE"]
+
+OBJECTIVES = ("preference", "utility-budget", "privacy-budget")
+CHECKPOINT_FILE = "checkpoint.pt"
+CONFIG_FILE = "config.json"
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    """Settings of one training run (defaults: App. L.8 optimisers, see module docstring).
+
+    Attributes:
+        steps: defender updates.
+        attacker_steps: attacker updates per defender update.
+        batch_size: membership draws per update.
+        objective: one of :data:`OBJECTIVES`.
+        kappa: scalar trade-off weight (used when ``kappa_vector`` is None).
+        kappa_vector: per-attribute weights kappa_j (length |Q|), or None.
+        budget: the budget of the utility-/privacy-budget objectives.
+        dual_lr: step size of the Lagrange multiplier's dual ascent.
+        noise_dim: q, the dimension of the defender's randomness r.
+        defender_lr, attacker_lr, weight_decay, lr_decay, decay_every: Adam + ExponentialLR
+            (decay applied every ``decay_every`` defender steps).
+        attacker_init: "reconstruction" (population-informed head) or "paper".
+        eval_every: steps between held-out evaluations (TensorBoard, collapse check).
+        eval_batch: draws in the held-out evaluation batch.
+        checkpoint_every: steps between checkpoints.
+        fresh_check_steps: steps of the fresh attacker trained after training against the
+            frozen defender (0 = skip); its AUC is the number to trust.
+        seed: the run's seed.
+    """
+
+    steps: int = 1500
+    attacker_steps: int = 5
+    batch_size: int = 64
+    objective: str = "preference"
+    kappa: float = 0.0
+    kappa_vector: tuple[float, ...] | None = None
+    budget: float | None = None
+    dual_lr: float = 0.05
+    noise_dim: int = 30
+    defender_lr: float = 1e-3
+    attacker_lr: float = 1e-3
+    weight_decay: float = 1e-5
+    lr_decay: float = 0.988
+    decay_every: int = 50
+    attacker_init: str = "reconstruction"
+    eval_every: int = 50
+    eval_batch: int = 256
+    checkpoint_every: int = 250
+    fresh_check_steps: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise InputError(f"`objective` must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}.")
+        for name in ("steps", "attacker_steps", "batch_size", "eval_every", "eval_batch", "checkpoint_every", "noise_dim"):
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"`{name}` must be >= 1, got {getattr(self, name)}.")
+        if self.batch_size < 2:
+            raise InputError(f"`batch_size` must be >= 2 (batch normalisation), got {self.batch_size}.")
+        if not math.isfinite(self.kappa) or self.kappa < 0:
+            raise InputError(f"`kappa` must be a finite number >= 0, got {self.kappa}.")
+        if self.kappa_vector is not None:
+            values = np.asarray(self.kappa_vector, dtype=np.float64)
+            if values.ndim != 1 or not np.all(np.isfinite(values)) or np.any(values < 0):
+                raise InputError("`kappa_vector` must be a 1-D array of finite numbers >= 0.")
+        if self.objective != "preference":
+            if self.budget is None or not math.isfinite(self.budget) or self.budget < 0:
+                raise InputError(f"`budget` must be a finite number >= 0 for objective {self.objective!r}, got {self.budget}.")
+        if self.fresh_check_steps < 0:
+            raise InputError(f"`fresh_check_steps` must be >= 0, got {self.fresh_check_steps}.")
+
+    def kappa_weights(self, n_outputs: int) -> np.ndarray:
+        """kappa_j for every released attribute (length ``n_outputs``)."""
+        if self.kappa_vector is None:
+            return np.full(n_outputs, self.kappa)
+        weights = np.asarray(self.kappa_vector, dtype=np.float64)
+        if weights.size != n_outputs:
+            raise InputError(f"`kappa` vector must have {n_outputs} entries (|Q|), got {weights.size}.")
+        return weights
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["kappa_vector"] = None if self.kappa_vector is None else list(self.kappa_vector)
+        return data
+
+
+@dataclass
+class _History:
+    rows: list[dict] = field(default_factory=list)
+    collapse_events: int = 0
+
+
+class Game:
+    """Defender vs attacker training on one population and membership prior.
+
+    Example:
+        >>> game = Game(population, prior, GameConfig(kappa=1.5, steps=500))   # doctest: +SKIP
+        >>> summary = game.train(run_dir)                                      # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        population: Population,
+        prior: MembershipPrior,
+        config: GameConfig,
+        mechanism: Mechanism | None = None,
+    ) -> None:
+        if prior.n_individuals != population.n_individuals:
+            raise InputError(
+                f"the prior has {prior.n_individuals} individuals but the population has {population.n_individuals}."
+            )
+        self.population = population
+        self.prior = prior
+        self.config = config
+        self.mechanism = mechanism or SummaryStatistics(population.genotypes)
+        n_out = self.mechanism.n_outputs
+        self.kappa = torch.as_tensor(config.kappa_weights(n_out), dtype=torch.float32)
+        self.theta = prior.marginals
+        self.prior_entropy = float(np.mean(binary_entropy(self.theta)))
+        self.n_members = float(np.sum(self.theta))
+        torch.manual_seed(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.defender = Defender(DefenderSpec(population.n_individuals, n_out, config.noise_dim))
+        self.attacker_spec = AttackerSpec(n_out, population.n_individuals, init=config.attacker_init)
+        self.attacker = self._new_attacker()
+        self.opt_d = torch.optim.Adam(self.defender.parameters(), lr=config.defender_lr, weight_decay=config.weight_decay)
+        self.opt_a = torch.optim.Adam(self.attacker.parameters(), lr=config.attacker_lr, weight_decay=config.weight_decay)
+        self.sched_d = torch.optim.lr_scheduler.ExponentialLR(self.opt_d, gamma=config.lr_decay)
+        self.sched_a = torch.optim.lr_scheduler.ExponentialLR(self.opt_a, gamma=config.lr_decay)
+        self.multiplier = 0.0
+        self.step = 0
+        self.history = _History()
+        self.bce = nn.BCEWithLogitsLoss()
+        eval_generator = torch.Generator().manual_seed(config.seed + 1)
+        self._eval_b = prior.sample_torch(config.eval_batch, eval_generator)
+        self._eval_r = torch.rand((config.eval_batch, config.noise_dim), generator=eval_generator)
+
+    # -- building blocks -------------------------------------------------------------------
+    def _new_attacker(self) -> Attacker:
+        attacker = Attacker(self.attacker_spec)
+        if self.attacker_spec.init == "reconstruction":
+            attacker.initialise_from_population(self.mechanism_genotypes(), self.n_members, self.theta)
+        return attacker
+
+    def mechanism_genotypes(self) -> np.ndarray:
+        """The (K, n_outputs) matrix whose frequencies the mechanism releases (for the head)."""
+        stat = self.mechanism.statistic(torch.eye(self.population.n_individuals))
+        return stat.numpy()
+
+    def _draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        b = self.prior.sample_torch(n, self.generator)
+        r = torch.rand((n, self.config.noise_dim), generator=self.generator)
+        return b, r
+
+    def _release(self, b: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        xi = self.defender(b, r)
+        x_hat = self.mechanism.statistic(b)
+        return self.mechanism.release(b, xi), x_hat
+
+    def _utility(self, x: torch.Tensor, x_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(kappa-weighted loss mean_j kappa_j |x_j - x_hat_j|, plain mean |x - x_hat|), batch means."""
+        deviation = (x - x_hat).abs()
+        return (deviation * self.kappa).mean(), deviation.mean()
+
+    def _defender_loss(self, leakage: torch.Tensor, weighted: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
+        objective = self.config.objective
+        if objective == "preference":
+            return leakage + weighted
+        if objective == "utility-budget":
+            return leakage + self.multiplier * (plain - self.config.budget)
+        return plain + self.multiplier * (leakage - self.config.budget)
+
+    def _update_multiplier(self, leakage: float, plain: float) -> None:
+        if self.config.objective == "utility-budget":
+            violation = plain - self.config.budget
+        elif self.config.objective == "privacy-budget":
+            violation = leakage - self.config.budget
+        else:
+            return
+        self.multiplier = max(0.0, self.multiplier + self.config.dual_lr * violation / max(self.config.budget, 1e-3))
+
+    def training_step(self) -> dict[str, float]:
+        """``attacker_steps`` attacker updates, then one defender update; returns the losses."""
+        self.defender.train()
+        self.attacker.train()
+        attacker_loss = torch.tensor(0.0)
+        for _ in range(self.config.attacker_steps):
+            b, r = self._draw(self.config.batch_size)
+            with torch.no_grad():
+                x, _ = self._release(b, r)
+            attacker_loss = self.bce(self.attacker(x), b)
+            self.opt_a.zero_grad(set_to_none=True)
+            attacker_loss.backward()
+            self.opt_a.step()
+        b, r = self._draw(self.config.batch_size)
+        x, x_hat = self._release(b, r)
+        cross_entropy = self.bce(self.attacker(x), b)
+        leakage = torch.clamp(self.prior_entropy - cross_entropy, min=0.0)
+        weighted, plain = self._utility(x, x_hat)
+        defender_loss = self._defender_loss(leakage, weighted, plain)
+        self.opt_d.zero_grad(set_to_none=True)
+        self.opt_a.zero_grad(set_to_none=True)
+        defender_loss.backward()
+        self.opt_d.step()
+        self._update_multiplier(leakage.item(), plain.item())
+        self.step += 1
+        if self.step % self.config.decay_every == 0:
+            self.sched_d.step()
+            self.sched_a.step()
+        return {
+            "attacker_loss": attacker_loss.item(),
+            "defender_loss": defender_loss.item(),
+            "privacy_loss": leakage.item(),
+            "utility_loss": plain.item(),
+            "weighted_utility_loss": weighted.item(),
+            "multiplier": self.multiplier,
+        }
+
+    @torch.no_grad()
+    def evaluate_heldout(self) -> dict[str, float]:
+        """The current attacker on the fixed held-out batch: AUC, cross-entropy, collapse flag."""
+        self.defender.eval()
+        self.attacker.eval()
+        x, x_hat = self._release(self._eval_b, self._eval_r)
+        logits = self.attacker(x)
+        probabilities = torch.sigmoid(logits)
+        cross_entropy = float(self.bce(logits, self._eval_b))
+        _, plain = self._utility(x, x_hat)
+        spread = float(probabilities.std(dim=0).mean())
+        at_prior = spread < 1e-3 and abs(self.prior_entropy - cross_entropy) < 1e-3
+        self.defender.train()
+        self.attacker.train()
+        return {
+            "heldout_auc": auc(probabilities.numpy(), self._eval_b.numpy()),
+            "heldout_cross_entropy": cross_entropy,
+            "heldout_privacy_loss": self.prior_entropy - cross_entropy,
+            "heldout_utility_loss": float(plain),
+            "attacker_output_spread": spread,
+            "attacker_at_prior": float(at_prior),
+        }
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """Everything needed to resume, loadable with ``weights_only=True``."""
+        return {
+            "format": "bngp-checkpoint-1",
+            "step": self.step,
+            "config": self.config.to_dict(),
+            "fingerprint": population_fingerprint(self.population.genotypes),
+            "defender": self.defender.state_dict(),
+            "attacker": self.attacker.state_dict(),
+            "opt_d": self.opt_d.state_dict(),
+            "opt_a": self.opt_a.state_dict(),
+            "sched_d": self.sched_d.state_dict(),
+            "sched_a": self.sched_a.state_dict(),
+            "generator": self.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "multiplier": self.multiplier,
+            "history": json.dumps(self.history.rows),
+            "collapse_events": self.history.collapse_events,
+        }
+
+    def save_checkpoint(self, path: str | Path) -> None:
+        with atomic_write(path) as handle:
+            torch.save(self.state(), handle)
+
+    def load_checkpoint(self, path: str | Path) -> None:
+        """Restore a checkpoint written by :meth:`save_checkpoint` (safe loading)."""
+        payload = torch.load(path, weights_only=True, map_location="cpu")
+        if not isinstance(payload, dict) or payload.get("format") != "bngp-checkpoint-1":
+            raise TrainingError(f"{path} is not a bngp training checkpoint.")
+        if payload["fingerprint"] != population_fingerprint(self.population.genotypes):
+            raise TrainingError("the checkpoint was trained on a different population.")
+        saved = dict(payload["config"])
+        current = self.config.to_dict()
+        changed = [k for k in saved if k != "steps" and saved[k] != current.get(k)]
+        if changed:
+            raise TrainingError(f"cannot resume: the checkpoint was trained with a different `{changed[0]}`.")
+        self.defender.load_state_dict(payload["defender"])
+        self.attacker.load_state_dict(payload["attacker"])
+        self.opt_d.load_state_dict(payload["opt_d"])
+        self.opt_a.load_state_dict(payload["opt_a"])
+        self.sched_d.load_state_dict(payload["sched_d"])
+        self.sched_a.load_state_dict(payload["sched_a"])
+        self.generator.set_state(payload["generator"])
+        torch.set_rng_state(payload["torch_rng"])
+        self.multiplier = float(payload["multiplier"])
+        self.step = int(payload["step"])
+        self.history = _History(json.loads(payload["history"]), int(payload["collapse_events"]))
+
+    # -- the loop ---------------------------------------------------------------------------
+    def train(self, run_dir: str | Path, *, resume: bool = False, progress: bool = True) -> dict:
+        """Train to ``config.steps`` defender steps, writing the run directory.
+
+        RUN_DIR receives ``config.json``, ``checkpoint.pt`` (resumable), ``defender.pt`` (the
+        trained G), ``tensorboard/`` (scalars) and ``summary.json`` (history, collapse report,
+        fresh-attacker check).  Returns the summary.
+        """
+        from torch.utils.tensorboard import SummaryWriter
+
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint = run_dir / CHECKPOINT_FILE
+        if resume:
+            if not checkpoint.is_file():
+                raise TrainingError(f"cannot resume: no checkpoint in {run_dir}.")
+            self.load_checkpoint(checkpoint)
+        write_json(run_dir / CONFIG_FILE, self._run_config())
+        writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+        bar = tqdm(total=self.config.steps, initial=self.step, desc="bngp train", disable=not progress)
+        try:
+            while self.step < self.config.steps:
+                losses = self.training_step()
+                for name, value in losses.items():
+                    writer.add_scalar(f"train/{name}", value, self.step)
+                if self.step % self.config.eval_every == 0 or self.step == self.config.steps:
+                    self._record_evaluation(writer, losses, bar)
+                if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
+                    self.save_checkpoint(checkpoint)
+                bar.update(1)
+        finally:
+            bar.close()
+        summary = self._finish(run_dir, writer, progress)
+        writer.close()
+        return summary
+
+    def _record_evaluation(self, writer: Any, losses: dict[str, float], bar: Any) -> None:
+        metrics = self.evaluate_heldout()
+        for name, value in metrics.items():
+            writer.add_scalar(f"heldout/{name}", value, self.step)
+        if metrics["attacker_at_prior"]:
+            self.history.collapse_events += 1
+        self.history.rows.append({"step": self.step, **losses, **metrics})
+        bar.set_postfix(auc=f"{metrics['heldout_auc']:.3f}", util=f"{metrics['heldout_utility_loss']:.4f}")
+
+    def _run_config(self) -> dict:
+        return {
+            "config": self.config.to_dict(),
+            "prior": self.prior.describe() if self.prior.describe()["kind"] != "bernoulli" else {"kind": "bernoulli"},
+            "population": {
+                "individuals": self.population.n_individuals,
+                "attributes": self.population.n_attributes,
+                "fingerprint": population_fingerprint(self.population.genotypes),
+                "metadata": self.population.metadata,
+            },
+            "mechanism": self.mechanism.describe(),
+            "defender": self.defender.spec.to_dict(),
+            "attacker": self.attacker_spec.to_dict(),
+        }
+
+    def fresh_attacker_check(self, steps: int, seed: int, progress: bool = False) -> dict:
+        """Train a new attacker against the frozen defender; held-out AUC over 256 fresh draws."""
+        config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=self.config.attacker_init)
+        sampler = self.release_sampler(seed)
+        attacker = train_attacker(
+            sampler,
+            self.attacker_spec,
+            config,
+            seed=seed,
+            population=self.mechanism_genotypes(),
+            n_members=self.n_members,
+            theta=self.theta,
+            progress=progress,
+            description="fresh-attacker check",
+        )
+        x, b = self.release_sampler(seed + 1)(512)
+        with torch.no_grad():
+            probabilities = torch.sigmoid(attacker(x)).numpy()
+        return {"steps": steps, "auc": auc(probabilities, b.numpy()), "bgp_risk": float(self.bce(torch.logit(torch.as_tensor(probabilities).clamp(1e-6, 1 - 1e-6)), b))}
+
+    def release_sampler(self, seed: int):
+        """A sampler of (releases, memberships) from the frozen defender (eval mode)."""
+        generator = torch.Generator().manual_seed(seed)
+        defender = self.defender
+
+        @torch.no_grad()
+        def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+            defender.eval()
+            b = self.prior.sample_torch(n, generator)
+            r = torch.rand((n, self.config.noise_dim), generator=generator)
+            return self.mechanism.release(b, defender(b, r)), b
+
+        return sample
+
+    def _finish(self, run_dir: Path, writer: Any, progress: bool) -> dict:
+        self.defender.eval()
+        save_defender(
+            run_dir / DEFENDER_FILE,
+            self.defender,
+            population_fingerprint(self.population.genotypes),
+            self.prior.describe(),
+            self.kappa.numpy(),
+            self.config.to_dict(),
+        )
+        last = self.history.rows[-1] if self.history.rows else {}
+        summary: dict[str, Any] = {
+            "steps": self.step,
+            "final": last,
+            "collapse": {
+                "events": self.history.collapse_events,
+                "evaluations": len(self.history.rows),
+                "warning": None,
+            },
+            "history": self.history.rows,
+        }
+        if self.config.fresh_check_steps > 0:
+            check = self.fresh_attacker_check(self.config.fresh_check_steps, self.config.seed + 2, progress)
+            summary["fresh_attacker_check"] = check
+            writer.add_scalar("final/fresh_attacker_auc", check["auc"], self.step)
+            gap = check["auc"] - last.get("heldout_auc", check["auc"])
+            if gap > 0.05:
+                message = (
+                    f"a fresh attacker reaches AUC {check['auc']:.3f} against the trained defender, "
+                    f"{gap:.3f} above the in-game attacker: the defender fools its own attacker only; "
+                    "train with more attacker steps per defender step"
+                )
+                summary["fresh_attacker_check"]["warning"] = message
+                warnings.warn(message, stacklevel=2)
+        if self.history.collapse_events:
+            summary["collapse"]["warning"] = (
+                f"the in-game attacker's outputs sat at the prior in {self.history.collapse_events} of "
+                f"{len(self.history.rows)} evaluations (attacker collapse or a perfect defense; the "
+                "fresh-attacker check tells which)"
+            )
+        write_json(run_dir / SUMMARY_FILE, summary)
+        return summary
+
+    def with_steps(self, steps: int) -> "Game":
+        """Return ``self`` with the step target changed (used to extend a resumed run)."""
+        self.config = replace(self.config, steps=steps)
+        return self

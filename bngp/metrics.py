@@ -1,0 +1,181 @@
+"""Membership-inference metrics (paper 003, sections 2.3 and 5; App. L.9).
+
+Conventions: labels are 1 for members; scores are higher for "more likely member".
+All functions take flat arrays of scores and labels (any shape, flattened) and are
+vectorised over every distinct score threshold, so outlier scores never break a grid.
+
+- ROC curve and AUC (Mann-Whitney statistic, ties counted 1/2);
+- TPR at a fixed FPR (the largest TPR among thresholds whose FPR <= alpha);
+- membership advantage max_t (TPR - FPR) (Yeom et al. 2018);
+- (sigma, gamma) Bayes-weighted membership advantage max_t [(1 - gamma) TPR - gamma FPR]
+  (paper eq. 3, Proposition 1);
+- BGP risk: the held-out cross-entropy of the attacker's probabilities (Lemma 3: the
+  minimal expected CEL equals the conditional entropy H(B | X)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.stats import rankdata
+
+from bngp.errors import InputError
+
+__all__ = [
+    "RocCurve",
+    "roc_curve",
+    "auc",
+    "tpr_at_fpr",
+    "membership_advantage",
+    "bayes_weighted_advantage",
+    "bgp_risk",
+    "binary_entropy",
+    "MembershipMetrics",
+    "membership_metrics",
+    "DEFAULT_FPRS",
+]
+
+DEFAULT_FPRS = (0.1, 0.01, 0.001)
+
+
+def _flatten(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    labels = np.asarray(labels).ravel()
+    if scores.shape != labels.shape:
+        raise InputError(f"`scores` and `labels` must have the same size, got {scores.size} and {labels.size}.")
+    if scores.size == 0:
+        raise InputError("`scores` must not be empty.")
+    if not np.all(np.isfinite(scores)):
+        raise InputError("`scores` contains NaN or infinite values.")
+    if not np.all((labels == 0) | (labels == 1)):
+        raise InputError("`labels` must be 0/1 (member = 1).")
+    labels = labels.astype(bool)
+    if labels.all() or not labels.any():
+        raise InputError("`labels` must contain both members and non-members.")
+    return scores, labels
+
+
+@dataclass(frozen=True)
+class RocCurve:
+    """Empirical ROC: for each distinct threshold t (descending), FPR and TPR of "score >= t".
+
+    The first point is (0, 0) (threshold +inf) and the last (1, 1).
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+
+
+def roc_curve(scores: np.ndarray, labels: np.ndarray) -> RocCurve:
+    """ROC over every distinct score (decide member when score >= threshold)."""
+    scores, labels = _flatten(scores, labels)
+    order = np.argsort(-scores, kind="mergesort")
+    sorted_scores = scores[order]
+    sorted_labels = labels[order]
+    last_of_tie = np.r_[np.nonzero(np.diff(sorted_scores))[0], scores.size - 1]
+    tp = np.cumsum(sorted_labels)[last_of_tie]
+    fp = (last_of_tie + 1) - tp
+    tpr = np.r_[0.0, tp / labels.sum()]
+    fpr = np.r_[0.0, fp / (~labels).sum()]
+    thresholds = np.r_[np.inf, sorted_scores[last_of_tie]]
+    return RocCurve(fpr=fpr, tpr=tpr, thresholds=thresholds)
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve = P(score_member > score_nonmember) + P(tie)/2."""
+    scores, labels = _flatten(scores, labels)
+    ranks = rankdata(scores)
+    n_pos = labels.sum()
+    n_neg = labels.size - n_pos
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def tpr_at_fpr(scores: np.ndarray, labels: np.ndarray, fpr: float) -> float:
+    """The largest TPR over thresholds whose empirical FPR is <= ``fpr``."""
+    if not 0 <= fpr <= 1:
+        raise InputError(f"`fpr` must be in [0, 1], got {fpr}.")
+    curve = roc_curve(scores, labels)
+    return float(curve.tpr[curve.fpr <= fpr + 1e-12].max())
+
+
+def membership_advantage(scores: np.ndarray, labels: np.ndarray) -> float:
+    """max over thresholds of TPR - FPR (>= 0 thanks to the trivial thresholds)."""
+    curve = roc_curve(scores, labels)
+    return float(np.max(curve.tpr - curve.fpr))
+
+
+def bayes_weighted_advantage(scores: np.ndarray, labels: np.ndarray, gamma: float = 0.5) -> float:
+    """(sigma, gamma)-BWMA, paper eq. (3): max over thresholds of (1-gamma) TPR - gamma FPR."""
+    if not 0 < gamma <= 1:
+        raise InputError(f"`gamma` must be in (0, 1], got {gamma}.")
+    curve = roc_curve(scores, labels)
+    return float(np.max((1 - gamma) * curve.tpr - gamma * curve.fpr))
+
+
+def binary_entropy(p: np.ndarray | float) -> np.ndarray | float:
+    """h(p) = -p log p - (1-p) log(1-p) in nats (0 at p in {0, 1})."""
+    p = np.asarray(p, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -(np.where(p > 0, p * np.log(p), 0.0) + np.where(p < 1, (1 - p) * np.log1p(-p), 0.0))
+    return h if h.ndim else float(h)
+
+
+def bgp_risk(probabilities: np.ndarray, labels: np.ndarray, eps: float = 1e-7) -> float:
+    """Held-out cross-entropy -mean[b log p + (1-b) log(1-p)] per individual (nats).
+
+    By Lemma 3 the minimum over attackers is the conditional entropy H(B|X) per individual;
+    a trained attacker's held-out value is an upper estimate of the BGP risk.
+    """
+    p = np.clip(np.asarray(probabilities, dtype=np.float64).ravel(), eps, 1 - eps)
+    b = np.asarray(labels, dtype=np.float64).ravel()
+    if p.shape != b.shape:
+        raise InputError(f"`probabilities` and `labels` must have the same size, got {p.size} and {b.size}.")
+    return float(-np.mean(b * np.log(p) + (1 - b) * np.log1p(-p)))
+
+
+@dataclass(frozen=True)
+class MembershipMetrics:
+    """Summary of an attack's scores over R releases x n targets."""
+
+    auc: float
+    auc_std: float
+    auc_per_release: list[float]
+    tpr_at_fpr: dict[str, float]
+    advantage: float
+    bayes_weighted_advantage: float
+    gamma: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def membership_metrics(
+    scores: np.ndarray, labels: np.ndarray, *, fprs: tuple[float, ...] = DEFAULT_FPRS, gamma: float = 0.5
+) -> MembershipMetrics:
+    """AUC mean and std over releases (rows), pooled TPR at FPR and advantages.
+
+    Args:
+        scores: (R, n) attack scores; labels: (R, n) true memberships.
+    """
+    scores = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    labels = np.atleast_2d(np.asarray(labels))
+    if scores.shape != labels.shape:
+        raise InputError(f"`scores` and `labels` must have the same shape, got {scores.shape} and {labels.shape}.")
+    per_release = [
+        auc(row_scores, row_labels)
+        for row_scores, row_labels in zip(scores, labels)
+        if 0 < row_labels.sum() < row_labels.size
+    ]
+    if not per_release:
+        per_release = [auc(scores, labels)]
+    return MembershipMetrics(
+        auc=float(np.mean(per_release)),
+        auc_std=float(np.std(per_release, ddof=1)) if len(per_release) > 1 else 0.0,
+        auc_per_release=[float(v) for v in per_release],
+        tpr_at_fpr={f"{alpha:g}": tpr_at_fpr(scores, labels, alpha) for alpha in fprs},
+        advantage=membership_advantage(scores, labels),
+        bayes_weighted_advantage=bayes_weighted_advantage(scores, labels, gamma),
+        gamma=gamma,
+    )

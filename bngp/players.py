@@ -1,0 +1,184 @@
+"""The two neural players of the BNGP game (paper 003, section 3 and App. L.8).
+
+- :class:`Defender` G(b, r) -> xi in [-0.5, 0.5]^|Q|: input the membership vector b (K) and
+  auxiliary randomness r ~ U[0, 1]^q; output through a scaled sigmoid sigmoid(z) - 0.5.
+  Layers (App. L.8, Table 1a, K = 800, q = 30, |Q| = 5000): Linear(830, 1500)-BN-ReLU,
+  Linear(1500, 1100)-BN-LeakyReLU, Linear(1100, 500), Linear(500, 5000).  Widths scale with
+  K + q and |Q| (:func:`defender_widths`).
+- :class:`Attacker` H(x) -> logits of P(b_k = 1 | x) for the K known individuals.  Layers
+  (Table 2a, |Q| = 5000, K = 800): Linear(5000, 3400)-BN-ReLU, Linear(3400, 2000),
+  Linear(2000, 800)-sigmoid; widths scale with |Q| (:func:`attacker_widths`).
+
+The attacker adds, by default, a *population-informed linear head*: a Linear(|Q|, K) layer
+initialised at the ridge inversion of the release, b_hat = theta + W (x - A theta) with
+A = Z^T / n and W = (A^T A + lam I)^-1 A^T (a least-squares reconstruction in the sense of
+Dinur & Nissim 2003), summed with the paper's MLP whose last layer starts at zero.  The
+attacker is tied to the known population exactly as the paper's is (one output per known
+individual), and its cross-entropy training is unchanged; the head only removes the failure
+mode where a budget-limited network is a far weaker attacker than a textbook inversion
+(issue 6).  ``init="paper"`` gives the plain paper network.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from bngp.errors import InputError
+
+__all__ = [
+    "DefenderSpec",
+    "AttackerSpec",
+    "Defender",
+    "Attacker",
+    "defender_widths",
+    "attacker_widths",
+    "ridge_inversion",
+]
+
+
+def defender_widths(n_individuals: int, noise_dim: int, n_outputs: int) -> tuple[int, int, int]:
+    """Hidden widths of G scaled from App. L.8 Table 1a (830 -> 1500 -> 1100 -> 500 -> 5000)."""
+    inputs = n_individuals + noise_dim
+    return (
+        max(32, math.ceil(inputs * 1500 / 830)),
+        max(32, math.ceil(inputs * 1100 / 830)),
+        max(32, math.ceil(n_outputs * 500 / 5000)),
+    )
+
+
+def attacker_widths(n_outputs: int) -> tuple[int, int]:
+    """Hidden widths of H scaled from App. L.8 Table 2a (5000 -> 3400 -> 2000 -> 800)."""
+    return max(32, math.ceil(n_outputs * 3400 / 5000)), max(32, math.ceil(n_outputs * 2000 / 5000))
+
+
+@dataclass(frozen=True)
+class DefenderSpec:
+    """Architecture of G: sizes and widths (None = scaled from the paper)."""
+
+    n_individuals: int
+    n_outputs: int
+    noise_dim: int = 30
+    widths: tuple[int, int, int] | None = None
+
+    def resolved_widths(self) -> tuple[int, int, int]:
+        return self.widths or defender_widths(self.n_individuals, self.noise_dim, self.n_outputs)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["widths"] = list(self.resolved_widths())
+        return data
+
+
+@dataclass(frozen=True)
+class AttackerSpec:
+    """Architecture of H: sizes, widths (None = scaled from the paper) and initialisation."""
+
+    n_outputs: int
+    n_individuals: int
+    widths: tuple[int, int] | None = None
+    init: str = "reconstruction"
+
+    def __post_init__(self) -> None:
+        if self.init not in ("reconstruction", "paper"):
+            raise InputError(f"`attacker init` must be 'reconstruction' or 'paper', got {self.init!r}.")
+
+    def resolved_widths(self) -> tuple[int, int]:
+        return self.widths or attacker_widths(self.n_outputs)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["widths"] = list(self.resolved_widths())
+        return data
+
+
+class Defender(nn.Module):
+    """G(b, r) -> xi in [-0.5, 0.5]^|Q| (App. L.8 Table 1a, scaled)."""
+
+    def __init__(self, spec: DefenderSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        h1, h2, h3 = spec.resolved_widths()
+        self.net = nn.Sequential(
+            nn.Linear(spec.n_individuals + spec.noise_dim, h1),
+            nn.BatchNorm1d(h1),
+            nn.ReLU(),
+            nn.Linear(h1, h2),
+            nn.BatchNorm1d(h2),
+            nn.LeakyReLU(),
+            nn.Linear(h2, h3),
+            nn.Linear(h3, spec.n_outputs),
+        )
+
+    def forward(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """xi = sigmoid(net([b, r])) - 0.5."""
+        return torch.sigmoid(self.net(torch.cat([b, r], dim=1))) - 0.5
+
+    def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
+        """r ~ U[0, 1]^q for a batch of n."""
+        return torch.rand((n, self.spec.noise_dim), generator=generator)
+
+
+def ridge_inversion(
+    genotypes: np.ndarray, n_members: float, theta: np.ndarray, ridge: float = 1e-2
+) -> tuple[np.ndarray, np.ndarray]:
+    """Linear map (W, c) with b_hat = W x + c = theta + W (x - A theta), A = Z^T / n.
+
+    W = (A^T A + lam I)^-1 A^T with lam = ``ridge`` * trace(A^T A) / K: the ridge
+    least-squares reconstruction of b from a noiseless release x = A b shrunk towards the
+    prior mean theta.  Exact (b_hat = b) when |Q| >= K, Z has full column rank and lam -> 0.
+
+    Returns:
+        W of shape (K, |Q|) and c of shape (K,), float64.
+    """
+    a = genotypes.T.astype(np.float64) / float(n_members)
+    gram = a.T @ a
+    lam = ridge * np.trace(gram) / gram.shape[0]
+    w = np.linalg.solve(gram + lam * np.eye(gram.shape[0]), a.T)
+    c = theta - w @ (a @ theta)
+    return w, c
+
+
+class Attacker(nn.Module):
+    """H(x) -> membership logits for the K known individuals (App. L.8 Table 2a, scaled).
+
+    ``forward`` returns logits; probabilities are ``torch.sigmoid(logits)``.
+    """
+
+    def __init__(self, spec: AttackerSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        h1, h2 = spec.resolved_widths()
+        self.net = nn.Sequential(
+            nn.Linear(spec.n_outputs, h1),
+            nn.BatchNorm1d(h1),
+            nn.ReLU(),
+            nn.Linear(h1, h2),
+            nn.Linear(h2, spec.n_individuals),
+        )
+        self.head = nn.Linear(spec.n_outputs, spec.n_individuals) if spec.init == "reconstruction" else None
+
+    def initialise_from_population(
+        self, genotypes: np.ndarray, n_members: float, theta: np.ndarray, gain: float = 8.0
+    ) -> None:
+        """Set the linear head to gain * (b_hat - 1/2) with b_hat the ridge inversion, and
+        zero the MLP's last layer, so the untrained attacker is the reconstruction attack."""
+        if self.head is None:
+            raise InputError("this attacker has no population-informed head (init='paper').")
+        w, c = ridge_inversion(genotypes, n_members, theta)
+        with torch.no_grad():
+            self.head.weight.copy_(torch.as_tensor(gain * w, dtype=torch.float32))
+            self.head.bias.copy_(torch.as_tensor(gain * (c - 0.5), dtype=torch.float32))
+            last = self.net[-1]
+            last.weight.zero_()
+            last.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.net(x)
+        if self.head is not None:
+            logits = logits + self.head(x)
+        return logits

@@ -1,0 +1,71 @@
+"""A trained BNGP defender used as a defense (``--defense run:RUN_DIR``).
+
+The defender G(b, r) of the BNGP game (paper 003, section 3) produces xi for each membership
+vector with fresh randomness r ~ U[0, 1]^q; it is used in eval mode (batch-norm running
+statistics), exactly as it is deployed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from bngp.artifacts import DEFENDER_FILE, DefenderArtifact, load_defender
+from bngp.errors import DataFormatError, MissingFileError
+from defenses.base import Defense
+from defenses.registry import DefenseContext, register_defense
+
+__all__ = ["TrainedDefense", "load_run_defense"]
+
+
+class TrainedDefense(Defense):
+    """Noise from a trained defender network G(b, r)."""
+
+    name = "run"
+
+    def __init__(self, artifact: DefenderArtifact, source: str = "") -> None:
+        self.artifact = artifact
+        self.source = source
+
+    @torch.no_grad()
+    def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        defender = self.artifact.defender
+        defender.eval()
+        r = defender.sample_r(b.shape[0], generator)
+        return defender(b, r)
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "run": self.source,
+            "kappa_mean": float(self.artifact.kappa.mean()) if self.artifact.kappa.size else 0.0,
+            "objective": self.artifact.config.get("objective"),
+            "guarantee": None,
+        }
+
+
+def load_run_defense(run_dir: str | Path, context: DefenseContext | None = None) -> TrainedDefense:
+    """Load ``RUN_DIR/defender.pt``; check it matches the context's population if given."""
+    run_dir = Path(run_dir)
+    path = run_dir / DEFENDER_FILE
+    if not run_dir.is_dir():
+        raise MissingFileError(f"run directory not found: {run_dir}")
+    if not path.is_file():
+        raise MissingFileError(f"no trained defender in {run_dir} (expected {DEFENDER_FILE}).")
+    artifact = load_defender(path)
+    if context is not None:
+        artifact.check_population(context.population.genotypes)
+        prior = artifact.prior
+        if prior.get("kind") == "uniform-subset" and int(prior["members"]) != context.n_members:
+            raise DataFormatError(
+                f"the defender in {run_dir} was trained for {prior['members']} members, got --members {context.n_members}."
+            )
+    return TrainedDefense(artifact, str(run_dir))
+
+
+@register_defense("run", positional="dir")
+def _run_defense(params: dict[str, str], context: DefenseContext) -> Defense:
+    if set(params) != {"dir"}:
+        raise DataFormatError("defense `run` is written run:RUN_DIR.")
+    return load_run_defense(params["dir"], context)

@@ -1,0 +1,41 @@
+"""Shared fixtures: small populations and one tiny trained run reused by several tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from bngp.data.independent import simulate_independent
+from bngp.data.npz import save_population
+
+torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+
+
+@pytest.fixture(scope="session")
+def small_population():
+    """K = 40 individuals, 40 reference, |Q| = 120 independent SNVs."""
+    return simulate_independent(40, 40, 120, seed=11)
+
+
+@pytest.fixture(scope="session")
+def small_population_file(small_population, tmp_path_factory):
+    path = tmp_path_factory.mktemp("pop") / "pop.npz"
+    save_population(small_population, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_run(small_population_file, tmp_path_factory):
+    """A defender trained for a few steps through the CLI (members = 20)."""
+    from bngp.cli import main
+
+    run_dir = tmp_path_factory.mktemp("runs") / "run"
+    code = main(["train", "--population", str(small_population_file), "--members", "20", "--kappa", "1.5",
+                 "--steps", "6", "--fresh-check-steps", "5", "--seed", "3", "--quiet", "--out", str(run_dir)])
+    assert code == 0
+    return run_dir
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)

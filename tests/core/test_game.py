@@ -1,0 +1,113 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from bngp.data.priors import UniformSubsetPrior
+from bngp.errors import InputError, TrainingError
+from bngp.game import Game, GameConfig
+
+
+def _game(population, **overrides):
+    settings = dict(steps=4, attacker_steps=2, batch_size=8, eval_every=2, eval_batch=32, checkpoint_every=2,
+                    fresh_check_steps=0, seed=7)
+    settings.update(overrides)
+    return Game(population, UniformSubsetPrior(population.n_individuals, 20), GameConfig(**settings))
+
+
+def _weights(game):
+    return torch.cat([p.detach().flatten() for p in game.defender.parameters()])
+
+
+def test_training_writes_run_directory(small_population, tmp_path):
+    summary = _game(small_population, fresh_check_steps=3).train(tmp_path, progress=False)
+    for name in ("config.json", "checkpoint.pt", "defender.pt", "summary.json"):
+        assert (tmp_path / name).is_file()
+    assert list((tmp_path / "tensorboard").iterdir())
+    assert summary["steps"] == 4 and len(summary["history"]) == 2
+    assert 0 <= summary["fresh_attacker_check"]["auc"] <= 1
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["population"]["individuals"] == small_population.n_individuals
+
+
+def test_same_seed_same_defender(small_population, tmp_path):
+    a = _game(small_population)
+    a.train(tmp_path / "a", progress=False)
+    b = _game(small_population)
+    b.train(tmp_path / "b", progress=False)
+    assert torch.equal(_weights(a), _weights(b))
+    c = _game(small_population, seed=8)
+    c.train(tmp_path / "c", progress=False)
+    assert not torch.equal(_weights(a), _weights(c))
+
+
+def test_resume_reproduces_uninterrupted_run(small_population, tmp_path):
+    full = _game(small_population, steps=6)
+    full.train(tmp_path / "full", progress=False)
+    first = _game(small_population, steps=4)
+    first.train(tmp_path / "split", progress=False)
+    resumed = _game(small_population, steps=6)
+    resumed.train(tmp_path / "split", resume=True, progress=False)
+    assert resumed.step == 6
+    assert torch.equal(_weights(full), _weights(resumed))
+
+
+def test_resume_refuses_other_settings(small_population, tmp_path):
+    _game(small_population).train(tmp_path, progress=False)
+    with pytest.raises(TrainingError, match="kappa"):
+        _game(small_population, kappa=3.0, steps=6).train(tmp_path, resume=True, progress=False)
+    with pytest.raises(TrainingError, match="no checkpoint"):
+        _game(small_population).train(tmp_path / "empty", resume=True, progress=False)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(objective="preference", kappa=2.0),
+        dict(objective="preference", kappa_vector=tuple(np.linspace(0, 5, 120))),
+        dict(objective="utility-budget", budget=0.02),
+        dict(objective="privacy-budget", budget=0.01),
+    ],
+)
+def test_each_objective_trains(small_population, tmp_path, overrides):
+    game = _game(small_population, **overrides)
+    summary = game.train(tmp_path, progress=False)
+    row = summary["final"]
+    assert np.isfinite(row["defender_loss"]) and np.isfinite(row["utility_loss"])
+    if overrides["objective"] != "preference":
+        assert row["multiplier"] >= 0
+
+
+def test_utility_budget_multiplier_grows_when_violated(small_population):
+    game = _game(small_population, objective="utility-budget", budget=1e-6)
+    for _ in range(3):
+        game.training_step()
+    assert game.multiplier > 0  # any noise violates a budget of 1e-6
+
+
+def test_kappa_pulls_noise_down(small_population):
+    """With a heavy utility weight the defender's noise shrinks over training."""
+    game = _game(small_population, kappa=200.0, steps=60, attacker_steps=1, eval_every=60)
+    losses = [game.training_step()["utility_loss"] for _ in range(60)]
+    assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:5])
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(kappa=-1.0), "kappa"),
+        (dict(objective="utility-budget"), "budget"),
+        (dict(objective="nonsense"), "objective"),
+        (dict(batch_size=1), "batch_size"),
+        (dict(kappa_vector=(1.0, np.nan)), "kappa_vector"),
+    ],
+)
+def test_config_validation(overrides, message):
+    with pytest.raises(InputError, match=message):
+        GameConfig(**overrides)
+
+
+def test_kappa_vector_length_checked(small_population):
+    with pytest.raises(InputError, match="120"):
+        _game(small_population, kappa_vector=(1.0, 2.0))

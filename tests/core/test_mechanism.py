@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+import torch
+
+from bngp.errors import InputError
+from bngp.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb
+from defenses.base import NoDefense, sample_releases
+
+
+def test_allele_frequencies_are_member_means():
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 2, (12, 7))
+    b = np.zeros((3, 12), dtype=np.float32)
+    b[0, [0, 3, 5]] = 1
+    b[1, :] = 1
+    b[2, [11]] = 1
+    x = allele_frequencies(torch.as_tensor(b), torch.as_tensor(z, dtype=torch.float32)).numpy()
+    expected = np.stack([z[[0, 3, 5]].mean(0), z.mean(0), z[11]])
+    assert np.allclose(x, expected, atol=1e-6)
+
+
+def test_perturb_clips_and_is_differentiable():
+    x_hat = torch.tensor([[0.1, 0.9, 0.5]])
+    noise = torch.tensor([[-0.3, 0.3, 0.2]], requires_grad=True)
+    x = perturb(x_hat, noise)
+    assert torch.allclose(x, torch.tensor([[0.0, 1.0, 0.7]]))
+    x.sum().backward()
+    assert noise.grad.tolist() == [[0.0, 0.0, 1.0]]
+
+
+def test_no_defense_release_equals_statistic(small_population):
+    mech = SummaryStatistics(small_population.genotypes)
+    b = np.zeros((2, small_population.n_individuals), dtype=np.float32)
+    b[:, :10] = 1
+    x = sample_releases(mech, NoDefense(), b, torch.Generator().manual_seed(0))
+    assert np.allclose(x[0], small_population.genotypes[:10].mean(0), atol=1e-6)
+
+
+def test_composition_concatenates_and_splits_noise(small_population):
+    mech = SummaryStatistics(small_population.genotypes)
+    composed = ComposedMechanism([mech, mech, mech])
+    assert composed.n_outputs == 3 * mech.n_outputs
+    b = torch.zeros((1, small_population.n_individuals))
+    b[0, :5] = 1
+    noise = torch.zeros((1, composed.n_outputs))
+    noise[0, mech.n_outputs : 2 * mech.n_outputs] = 0.01
+    x = composed.release(b, noise)
+    x_hat = mech.statistic(b)
+    assert torch.allclose(x[:, : mech.n_outputs], x_hat)
+    assert torch.allclose(x[:, mech.n_outputs : 2 * mech.n_outputs], torch.clamp(x_hat + 0.01, 0, 1))
+    with pytest.raises(InputError):
+        composed.release(b, torch.zeros((1, mech.n_outputs)))
+    with pytest.raises(InputError):
+        ComposedMechanism([])

@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+import torch
+
+from bngp.errors import InputError
+from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec, attacker_widths, defender_widths, ridge_inversion
+
+
+def test_paper_widths_at_paper_scale():
+    assert defender_widths(800, 30, 5000) == (1500, 1100, 500)
+    assert attacker_widths(5000) == (3400, 2000)
+
+
+def test_defender_output_range_and_shape():
+    torch.manual_seed(0)
+    g = Defender(DefenderSpec(20, 50, noise_dim=4))
+    b = (torch.rand(8, 20) < 0.5).float()
+    r = g.sample_r(8, torch.Generator().manual_seed(0))
+    xi = g(b, r)
+    assert xi.shape == (8, 50)
+    assert float(xi.min()) >= -0.5 and float(xi.max()) <= 0.5
+
+
+def test_attacker_shapes_and_paper_init_has_no_head():
+    h = Attacker(AttackerSpec(50, 20, init="paper"))
+    assert h.head is None
+    assert h(torch.rand(4, 50)).shape == (4, 20)
+    with pytest.raises(InputError):
+        h.initialise_from_population(np.zeros((20, 50)), 10, np.full(20, 0.5))
+    with pytest.raises(InputError):
+        AttackerSpec(50, 20, init="magic")
+
+
+def test_ridge_inversion_recovers_membership_exactly_when_q_exceeds_k():
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 2, (30, 200)).astype(np.uint8)
+    b = np.zeros(30)
+    b[rng.choice(30, 15, replace=False)] = 1
+    x = z.T @ b / 15
+    w, c = ridge_inversion(z, 15, np.full(30, 0.5), ridge=1e-8)
+    assert np.allclose(w @ x + c, b, atol=1e-4)
+
+
+def test_reconstruction_initialised_attacker_separates_members(small_population):
+    z = small_population.genotypes
+    k = z.shape[0]
+    h = Attacker(AttackerSpec(z.shape[1], k))
+    h.initialise_from_population(z, 20, np.full(k, 0.5))
+    h.eval()
+    rng = np.random.default_rng(0)
+    b = np.zeros((5, k), dtype=np.float32)
+    for row in b:
+        row[rng.choice(k, 20, replace=False)] = 1
+    x = torch.as_tensor(b @ z / 20, dtype=torch.float32)
+    with torch.no_grad():
+        logits = h(x).numpy()
+    from bngp.metrics import auc
+
+    assert auc(logits, b) == 1.0
