@@ -24,6 +24,7 @@ from attacks.lrt import AdaptiveLRT, FixedThresholdLRT, OptimalLRT  # noqa: I001
 from attacks.tracing import HomerAttack, ScoreAttack
 from attacks.learned import DecisionTreeAttack, LinearAttack, SVMAttack, pair_features
 from attacks.reconstruction import L1Reconstruction, LeastSquaresReconstruction
+from attacks.bayesian import BayesianAttack
 
 __all__ = [
     "Attack",
@@ -46,6 +47,7 @@ __all__ = [
     "LinearAttack",
     "LeastSquaresReconstruction",
     "L1Reconstruction",
+    "BayesianAttack",
     "pair_features",
     "lrs",
     "lrs_torch",

@@ -34,7 +34,7 @@ def _check_binary_values(name: str, values: np.ndarray) -> None:
     if values.dtype == np.bool_:
         return
     if np.issubdtype(values.dtype, np.integer):
-        if values.max() <= 1 and values.min() >= 0:
+        if values.max() <= 1 and (np.issubdtype(values.dtype, np.unsignedinteger) or values.min() >= 0):
             return
         bad = values[(values != 0) & (values != 1)]
         raise DataFormatError(f"`{name}` must be binary (0/1), found value {bad[0]:g}.")

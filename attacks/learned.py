@@ -288,7 +288,8 @@ class LinearAttack(TorchAttack):
     H = 1 1^T / R + X_c (X_c^T X_c + lambda I)^-1 X_c^T.
 
     Args:
-        n_shadow_releases: releases simulated against the defense for fitting (should exceed K).
+        n_shadow_releases: releases simulated against the defense for fitting (default
+            max(500, 2K), so that the releases span the K-dimensional signal).
         ridge_grid: candidate relative ridge penalties.
         n_calibration_releases: held-out simulated releases for direction and threshold.
         alpha: target false-positive rate of the threshold on the held-out releases.
@@ -303,12 +304,14 @@ class LinearAttack(TorchAttack):
 
     def __init__(
         self,
-        n_shadow_releases: int = 2000,
+        n_shadow_releases: int | None = None,
         ridge_grid: tuple[float, ...] = tuple(10.0 ** np.arange(-6.0, 2.5, 0.5)),
         n_calibration_releases: int = 20,
         alpha: float = 0.05,
     ) -> None:
-        self.n_shadow_releases = check_positive_int("n_shadow_releases", n_shadow_releases, minimum=3)
+        self.n_shadow_releases = (
+            None if n_shadow_releases is None else check_positive_int("n_shadow_releases", n_shadow_releases, minimum=3)
+        )
         grid = np.asarray(ridge_grid, dtype=np.float64)
         if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
             raise InputError(f"`ridge_grid` must be a non-empty list of positive numbers, got {ridge_grid!r}.")
@@ -321,7 +324,8 @@ class LinearAttack(TorchAttack):
         self.n_attributes_ = population.shape[1]
         self.population_index_ = PopulationIndex(population)
         train_seed, calibration_seed = spawn_seeds(seed, 2)
-        shadow = simulated_shadow(knowledge, self.n_shadow_releases, train_seed)
+        n_shadow = max(500, 2 * population.shape[0]) if self.n_shadow_releases is None else self.n_shadow_releases
+        shadow = simulated_shadow(knowledge, n_shadow, train_seed)
         releases = torch.from_numpy(shadow.releases)
         memberships = torch.from_numpy(shadow.labels.astype(np.float64))
         self.release_mean_ = releases.mean(dim=0)

@@ -12,7 +12,9 @@ individual by its coordinate: score(d_k, x) = b_hat_k.
   argmin sum_j w_j |(A delta)_j - y_j|, robust to large sparse noise, solved for the whole
   batch of releases by ADMM (Boyd et al. 2011, section 6.1, least absolute deviations):
   delta <- (A^T A + lambda I)^+ A^T (y + z - u), z <- soft(A delta - y + u, w / rho),
-  u <- u + A delta - y - z, with rho = 1 / mean |least-squares residual| per release.
+  u <- u + A delta - y - z, started at the weighted least-squares solution, with
+  rho = 1 / mean weighted |least-squares residual| per release; each release stops when
+  its b_hat moves by at most ``tolerance`` (so results do not depend on the batch).
 
 Clipping: a coordinate released at exactly 0 or 1 is censored (the noise pushed it past the
 bound), so it gets weight w_j = ``clipped_weight`` (default 0: dropped); all others have
@@ -122,11 +124,12 @@ class LeastSquaresReconstruction(TorchAttack):
         rz = (residual * direction).sum(dim=1)
         scale = rhs.detach().norm(dim=1).clamp(min=1e-300)
         for _ in range(self.max_iterations):
-            if bool((residual.detach().norm(dim=1) <= self.tolerance * scale).all()):
+            active = residual.detach().norm(dim=1) > self.tolerance * scale
+            if not bool(active.any()):
                 break
             image = self._normal_operator(direction, weights)
             curvature = (direction * image).sum(dim=1)
-            step = torch.where(curvature > 0, rz / curvature.clamp(min=1e-300), torch.zeros_like(rz))
+            step = torch.where(active & (curvature > 0), rz / curvature.clamp(min=1e-300), torch.zeros_like(rz))
             delta = delta + step[:, None] * direction
             residual = residual - step[:, None] * image
             preconditioned = residual @ self.preconditioner_
@@ -193,18 +196,24 @@ class L1Reconstruction(LeastSquaresReconstruction):
         )
 
     def _solve(self, y: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        delta = (y @ self.design_) @ self.preconditioner_
+        delta = self._least_squares(y, weights)
         fitted = delta @ self.design_.T
         rho = 1.0 / ((fitted - y).abs().detach() * weights).mean(dim=1, keepdim=True).clamp(min=1e-12)
         threshold = weights / rho
         slack = _soft_threshold(fitted - y, threshold)
         dual = torch.zeros_like(y)
+        active = torch.ones(y.shape[0], dtype=torch.bool)
         for _ in range(self.max_iterations):
-            previous = delta.detach()
-            delta = ((y + slack - dual) @ self.design_) @ self.preconditioner_
-            fitted = delta @ self.design_.T
-            slack = _soft_threshold(fitted - y + dual, threshold)
-            dual = dual + fitted - y - slack
-            if float((delta.detach() - previous).abs().max()) <= self.tolerance:
+            new_delta = ((y + slack - dual) @ self.design_) @ self.preconditioner_
+            fitted = new_delta @ self.design_.T
+            new_slack = _soft_threshold(fitted - y + dual, threshold)
+            new_dual = dual + fitted - y - new_slack
+            rows = active[:, None]
+            change = (new_delta.detach() - delta.detach()).abs().amax(dim=1)
+            delta = torch.where(rows, new_delta, delta)
+            slack = torch.where(rows, new_slack, slack)
+            dual = torch.where(rows, new_dual, dual)
+            active = active & (change > self.tolerance)
+            if not bool(active.any()):
                 break
         return delta

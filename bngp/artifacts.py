@@ -79,6 +79,7 @@ def load_defender(path: str | Path) -> DefenderArtifact:
         n_outputs=int(spec_data["n_outputs"]),
         noise_dim=int(spec_data["noise_dim"]),
         widths=tuple(int(w) for w in spec_data["widths"]),
+        skip=bool(spec_data.get("skip", False)),
     )
     defender = Defender(spec)
     try:

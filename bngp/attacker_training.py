@@ -65,7 +65,7 @@ def train_attacker(
     attacker = Attacker(spec)
     if spec.init == "reconstruction":
         attacker.initialise_from_population(population, n_members, theta)
-    optimiser = torch.optim.Adam(attacker.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimiser = torch.optim.Adam(attacker.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.lr_decay)
     loss_fn = nn.BCEWithLogitsLoss()
     attacker.train()

@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 from attacks.base import Attack, AttackKnowledge
-from attacks.registry import get_attack
+from attacks.registry import get_attack, parse_attack_names
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError
-from bngp.mechanism import Mechanism, SummaryStatistics
+from bngp.mechanism import Mechanism
 from bngp.metrics import membership_metrics
 from bngp.rng import spawn_seeds, torch_generator
 from defenses.base import Defense, sample_releases
@@ -105,7 +105,7 @@ def evaluate_defense(
     population: Population,
     prior: MembershipPrior,
     defense: Defense,
-    attacks: list[str] | dict[str, Attack],
+    attacks: str | list[str] | dict[str, Attack],
     *,
     releases: int = 50,
     seed: int = 0,
@@ -119,7 +119,8 @@ def evaluate_defense(
         population: individuals and reference panel.
         prior: membership prior (e.g. n of K uniformly).
         defense: the noise law under test.
-        attacks: attack names (registry) or ``{name: Attack}``.
+        attacks: a comma-separated string of names (``all`` = every attack whose knowledge
+            requirements this evaluation meets), a list of names, or ``{name: Attack}``.
         releases: R, number of independent evaluation releases (AUC std is over these).
         seed: evaluation seed; attack set-up uses seeds derived from it, independent of the
             evaluation draws.
@@ -128,13 +129,15 @@ def evaluate_defense(
     """
     if releases < 2:
         raise InputError(f"`releases` must be >= 2, got {releases}.")
-    mechanism = SummaryStatistics(population.genotypes)
+    mechanism = defense.mechanism(population.genotypes)
+    knowledge = attack_knowledge(population, prior, defense, mechanism, n_members)
+    if isinstance(attacks, str):
+        attacks = parse_attack_names(attacks, knowledge)
     eval_seed, *attack_seeds = spawn_seeds(seed, 1 + len(attacks))
     b = prior.sample(releases, np.random.default_rng(eval_seed))
     x = sample_releases(mechanism, defense, b, torch_generator(eval_seed))
     x_hat = mechanism.statistic(torch.as_tensor(b)).double().numpy()
     deviation = np.abs(x - x_hat)
-    knowledge = attack_knowledge(population, prior, defense, mechanism, n_members)
     instances = attacks if isinstance(attacks, dict) else {name: get_attack(name) for name in attacks}
     result = EvaluationResult(
         defense=defense.describe(),

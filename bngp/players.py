@@ -64,6 +64,7 @@ class DefenderSpec:
     n_outputs: int
     noise_dim: int = 30
     widths: tuple[int, int, int] | None = None
+    skip: bool = False
 
     def resolved_widths(self) -> tuple[int, int, int]:
         return self.widths or defender_widths(self.n_individuals, self.noise_dim, self.n_outputs)
@@ -113,10 +114,16 @@ class Defender(nn.Module):
             nn.Linear(h2, h3),
             nn.Linear(h3, spec.n_outputs),
         )
+        self.skip = nn.Linear(spec.n_individuals, spec.n_outputs, bias=False) if spec.skip else None
+        if self.skip is not None:
+            nn.init.zeros_(self.skip.weight)
 
     def forward(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """xi = sigmoid(net([b, r])) - 0.5."""
-        return torch.sigmoid(self.net(torch.cat([b, r], dim=1))) - 0.5
+        """xi = sigmoid(net([b, r]) (+ S b with the linear skip)) - 0.5."""
+        z = self.net(torch.cat([b, r], dim=1))
+        if self.skip is not None:
+            z = z + self.skip(b)
+        return torch.sigmoid(z) - 0.5
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """r ~ U[0, 1]^q for a batch of n."""
@@ -163,7 +170,7 @@ class Attacker(nn.Module):
         self.head = nn.Linear(spec.n_outputs, spec.n_individuals) if spec.init == "reconstruction" else None
 
     def initialise_from_population(
-        self, genotypes: np.ndarray, n_members: float, theta: np.ndarray, gain: float = 8.0
+        self, genotypes: np.ndarray, n_members: float, theta: np.ndarray, gain: float = 2.0
     ) -> None:
         """Set the linear head to gain * (b_hat - 1/2) with b_hat the ridge inversion, and
         zero the MLP's last layer, so the untrained attacker is the reconstruction attack."""

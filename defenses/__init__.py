@@ -33,6 +33,7 @@ from defenses.dp import (
     linf_scale,
 )
 from defenses.trained import TrainedDefense, load_run_defense
+from defenses.matched_run import MatchedDefense, matched_to_run
 from defenses.matched import (
     MatchedCalibration,
     attribute_weights,
@@ -46,6 +47,8 @@ from defenses.matched import (
 
 __all__ = [
     "TrainedDefense",
+    "MatchedDefense",
+    "matched_to_run",
     "load_run_defense",
     "Defense",
     "Guarantee",

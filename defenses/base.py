@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from bngp.mechanism import Mechanism
+from bngp.mechanism import Mechanism, SummaryStatistics
 from bngp.noise_law import NoiseLaw
 
 __all__ = ["Guarantee", "Defense", "NoDefense", "sample_releases"]
@@ -66,6 +66,10 @@ class Defense(ABC):
     def noise_law(self) -> NoiseLaw | None:
         """The closed-form noise law when there is one (given to the optimal LRT)."""
         return None
+
+    def mechanism(self, genotypes: np.ndarray) -> Mechanism:
+        """The release mechanism this defense perturbs (default: allele frequencies)."""
+        return SummaryStatistics(genotypes)
 
     def describe(self) -> dict:
         """A JSON-serialisable description (name, parameters, guarantee)."""

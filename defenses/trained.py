@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from bngp.artifacts import DEFENDER_FILE, DefenderArtifact, load_defender
 from bngp.errors import DataFormatError, MissingFileError
+from bngp.mechanism import ComposedMechanism, Mechanism, SummaryStatistics
 from defenses.base import Defense
 from defenses.registry import DefenseContext, register_defense
 
@@ -28,12 +30,25 @@ class TrainedDefense(Defense):
         self.artifact = artifact
         self.source = source
 
+    @property
+    def fixed_sigmas(self) -> tuple[float, ...]:
+        """Standard deviations of the fixed Gaussian mechanisms composed before G (App. L.6)."""
+        return tuple(float(s) for s in self.artifact.config.get("fixed_gaussian_sigmas", ()))
+
+    def mechanism(self, genotypes: np.ndarray) -> Mechanism:
+        statistic = SummaryStatistics(genotypes)
+        if not self.fixed_sigmas:
+            return statistic
+        return ComposedMechanism([statistic] * (len(self.fixed_sigmas) + 1))
+
     @torch.no_grad()
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         defender = self.artifact.defender
         defender.eval()
         r = defender.sample_r(b.shape[0], generator)
-        return defender(b, r)
+        xi = defender(b, r)
+        fixed = [sigma * torch.randn(xi.shape, generator=generator) for sigma in self.fixed_sigmas]
+        return torch.cat(fixed + [xi], dim=1) if fixed else xi
 
     def describe(self) -> dict:
         return {

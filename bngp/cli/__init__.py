@@ -16,7 +16,7 @@ from bngp.errors import BNGPError
 __all__ = ["main", "build_parser"]
 
 #: sub-command modules under ``bngp.cli`` in the order shown by ``bngp --help``.
-COMMAND_MODULES = ("demo", "simulate", "train", "evaluate", "release", "audit")
+COMMAND_MODULES = ("demo", "simulate", "train", "evaluate", "release", "audit", "audit_mechanism")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -32,9 +32,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     population, prior = load_population_and_prior(args.population, args.members)
-    names = parse_attack_names(args.attacks)
+    parse_attack_names(args.attacks)  # unknown names fail before any work
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
-    result = evaluate_defense(population, prior, defense, names, releases=args.releases, seed=args.seed,
+    result = evaluate_defense(population, prior, defense, args.attacks, releases=args.releases, seed=args.seed,
                               n_members=args.members, progress=False)
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense

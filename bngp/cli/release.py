@@ -12,7 +12,6 @@ from bngp.cli.common import add_population_args
 from bngp.data.npz import load_population
 from bngp.errors import DataFormatError
 from bngp.io_utils import atomic_write
-from bngp.mechanism import SummaryStatistics
 from bngp.rng import torch_generator
 from bngp.validation import check_readable_file
 from defenses.base import sample_releases
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     defense = parse_defense_spec(args.defense, DefenseContext(population, len(rows)))
     b = np.zeros((1, population.n_individuals), dtype=np.float32)
     b[0, rows] = 1.0
-    mechanism = SummaryStatistics(population.genotypes)
+    mechanism = defense.mechanism(population.genotypes)
     secure = getattr(defense, "secure_release", None)
     if secure is not None and getattr(defense, "sampler", "torch") == "opendp":
         x_hat = mechanism.statistic(torch.as_tensor(b)).double().numpy()

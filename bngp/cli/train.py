@@ -22,6 +22,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--attacker-steps", type=int, default=defaults.attacker_steps,
                         help="attacker updates per defender update")
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument("--against", default="bayesian", metavar="ATTACK",
+                        help="bayesian (the BNGP game, default) or a differentiable attack for a best-response "
+                             "defender: lrt, adaptive-lrt, score, reconstruction")
+    parser.add_argument("--dp-epsilon", type=float, metavar="EPS",
+                        help="BGBP response constraint DPH^eps (pure-DP BNGP, paper section 4.3)")
+    parser.add_argument("--dp-penalty", type=float, default=defaults.dp_penalty, help="weight of the BGBP penalty")
     parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init)
     parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check_steps,
                         help="steps of the fresh attacker trained after training (0 = skip)")
@@ -50,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         kappa_vector=kappa_vector,
         budget=args.budget,
         attacker_init=args.attacker_init,
+        against=args.against,
+        dp_epsilon=args.dp_epsilon,
+        dp_penalty=args.dp_penalty,
         fresh_check_steps=args.fresh_check_steps,
         seed=args.seed,
     )
@@ -64,5 +73,9 @@ def run(args: argparse.Namespace) -> int:
         "fresh_attacker_auc": summary.get("fresh_attacker_check", {}).get("auc"),
         "collapse_warning": summary["collapse"]["warning"],
     }
+    if "bgbp" in summary:
+        report["bgbp_epsilon"] = summary["bgbp"]["epsilon"]
+        report["implied_epsilon"] = summary["bgbp"]["implied_epsilon"]
+        report["dp_bound_violation_rate"] = summary.get("fresh_attacker_check", {}).get("dp_bound_violation_rate")
     print(json.dumps(report, indent=2))
     return 0

@@ -111,3 +111,46 @@ def test_config_validation(overrides, message):
 def test_kappa_vector_length_checked(small_population):
     with pytest.raises(InputError, match="120"):
         _game(small_population, kappa_vector=(1.0, 2.0))
+
+
+@pytest.mark.parametrize("opponent", ["lrt", "adaptive-lrt", "score"])
+def test_best_response_defender_lowers_its_opponents_detection_rate(small_population, opponent):
+    game = _game(small_population, against=opponent, steps=40, attacker_steps=1, eval_every=40)
+    start = game.evaluate_heldout()["heldout_opponent_tpr"]
+    for _ in range(40):
+        game.training_step()
+    assert game.evaluate_heldout()["heldout_opponent_tpr"] < start
+
+
+def test_against_unknown_or_non_differentiable_attack(small_population):
+    with pytest.raises(InputError, match="against"):
+        GameConfig(against="nonsense")
+    with pytest.raises(InputError, match="differentiable"):
+        _game(small_population, against="tree")
+
+
+def test_bgbp_penalty_reduces_bound_violations_and_reports_implied_epsilon(small_population, tmp_path):
+    game = _game(small_population, dp_epsilon=0.1, dp_penalty=50.0, steps=30, attacker_steps=2, eval_every=30,
+                 fresh_check_steps=20)
+    start = game.evaluate_heldout()["heldout_dp_violation"]
+    summary = game.train(tmp_path, progress=False)
+    assert summary["final"]["heldout_dp_violation"] <= start
+    theta = 20 / 40
+    assert summary["bgbp"]["implied_epsilon"] == pytest.approx(np.log1p(np.expm1(0.1) / theta))
+    assert 0 <= summary["fresh_attacker_check"]["dp_bound_violation_rate"] <= 1
+
+
+def test_composition_with_fixed_gaussian_mechanisms(small_population, tmp_path):
+    from defenses.trained import load_run_defense
+
+    game = _game(small_population, fixed_gaussian_sigmas=(0.05, 0.05))
+    assert game.mechanism.n_outputs == 3 * small_population.n_attributes
+    game.train(tmp_path, progress=False)
+    defense = load_run_defense(tmp_path)
+    mechanism = defense.mechanism(small_population.genotypes)
+    b = torch.zeros((2, small_population.n_individuals))
+    b[:, :20] = 1
+    noise = defense.noise(b, mechanism.statistic(b), torch.Generator().manual_seed(0))
+    assert noise.shape == (2, 3 * small_population.n_attributes)
+    # the fixed blocks are Gaussian with the configured scale
+    assert float(noise[:, : 2 * small_population.n_attributes].std()) == pytest.approx(0.05, rel=0.2)

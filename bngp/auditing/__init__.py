@@ -1,0 +1,50 @@
+"""End-to-end privacy audits of the release mechanism (``bngp audit-mechanism``).
+
+Where :mod:`bngp.audit` turns scores into bounds, this package produces the scores: it runs the
+release x = clip(f(D) + xi, 0, 1) under any defense on datasets it designs, fits an attack on
+the knowledge that attack may have, scores, and hands the scores to :mod:`bngp.audit`.
+
+* :mod:`~bngp.auditing.canary`: canary audits, one run (Steinke, Nasr, Jagielski 2023) and
+  many runs (Clopper-Pearson per canary; pooled one-run bound).
+* :mod:`~bngp.auditing.haplotype_model`: a Li & Stephens (2003) haplotype-copying generator of
+  synthetic individuals.
+* :mod:`~bngp.auditing.panoramia_genome`: PANORAMIA (Kazmi et al.) with generated non-members,
+  a baseline classifier and a release-aware MIA.
+* :mod:`~bngp.auditing.mechanism_audit`: :func:`audit_mechanism`, the single entry point.
+* :mod:`~bngp.auditing.results`: :class:`MechanismAuditResult`, the AUDIT.json record.
+"""
+
+from bngp.auditing.canary import CanaryPrior, many_run_mechanism_audit, one_run_mechanism_audit
+from bngp.auditing.haplotype_model import (
+    DEFAULT_MISMATCH_GRID,
+    DEFAULT_SWITCH_GRID,
+    GeneratorDiagnostics,
+    HaplotypeCopyingModel,
+    adjacent_r2,
+    compare_genotypes,
+)
+from bngp.auditing.mechanism_audit import DEFAULT_RUNS, audit_mechanism
+from bngp.auditing.panoramia_genome import MIN_TRAINING_MEMBERS, genotype_features, panoramia_mechanism_audit
+from bngp.auditing.results import MODES, NEIGHBOURING, MechanismAuditResult, claimed_guarantee, resolve_neighbouring
+
+__all__ = [
+    "CanaryPrior",
+    "DEFAULT_MISMATCH_GRID",
+    "DEFAULT_RUNS",
+    "DEFAULT_SWITCH_GRID",
+    "GeneratorDiagnostics",
+    "HaplotypeCopyingModel",
+    "MIN_TRAINING_MEMBERS",
+    "MODES",
+    "MechanismAuditResult",
+    "NEIGHBOURING",
+    "adjacent_r2",
+    "audit_mechanism",
+    "claimed_guarantee",
+    "compare_genotypes",
+    "genotype_features",
+    "many_run_mechanism_audit",
+    "one_run_mechanism_audit",
+    "panoramia_mechanism_audit",
+    "resolve_neighbouring",
+]

@@ -1,0 +1,357 @@
+"""Canary audits of the released allele frequencies: one-run and many-run.
+
+Design (audits.md sections 1, 2 and 6).  m canaries are drawn uniformly from the population
+(the K individuals the attacks know); every other individual belongs to the non-canary pool.
+In each run, every canary is included independently with probability 1/2 (inclusion bits
+S in {0, 1}^m) and the rest of the dataset is filled from the pool:
+
+* ``replace`` (datasets of exactly n = ``members``): the first n - |S| individuals of a
+  uniformly random ordering pi of the pool.  For a fixed pi, flipping S_i from 1 to 0
+  replaces canary i by the next individual of pi, so S -> release is (eps, delta)-DP in each
+  bit whenever the mechanism is under replacement, and mixing over pi keeps that.
+* ``add-remove``: n pool individuals plus the included canaries (sizes n..n + m); flipping
+  S_i adds or removes canary i.  Calibrations that hold for datasets of at least n members
+  (defenses.sensitivity) cover this.
+
+The release is x = clip(f(D) + xi, 0, 1) from the defense; the attack, fitted beforehand on
+shadow releases it simulates itself (with the audit's own design and fresh seeds), scores
+every canary against every release, higher = member.
+
+Bounds.
+
+* one run (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run",
+  Thm. 3.1 and Prop. 5.7): :func:`bngp.audit.one_run_search` on the m scores, guessing "in"
+  for the top k+ and "out" for the bottom k-, Bonferroni over the (k+, k-) candidates.
+* many runs (R independent releases with fresh inclusions): two bounds, each at error beta/2,
+  whose maximum is therefore valid at confidence 1 - beta:
+
+  - per canary, the R (score, S_ri) pairs are i.i.d., so the Clopper-Pearson audit of
+    Kairouz, Oh, Viswanath (2015) / Jagielski, Ullman, Oprea (2020)
+    (:func:`bngp.audit.many_run_audit`) applies to each canary; a Bonferroni correction over
+    the m canaries (error beta / (2 m) each) covers taking the best one;
+  - pooled: each bit S_ri changes only release r, so the R releases together are
+    (eps, delta)-DP in every one of the R m bits and the one-run theorem applies to all
+    R m guesses at once (Steinke et al. 2023 interpolate between one and many runs this way).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from attacks.base import Attack
+from bngp.audit import many_run_audit, one_run_search, roc_summary
+from bngp.auditing.common import attack_record, audit_seeds, check_scores, fit_attack, resolve_delta
+from bngp.auditing.results import MechanismAuditResult, claimed_guarantee, resolve_neighbouring
+from bngp.audit.inputs import check_confidence
+from bngp.data.population import Population
+from bngp.data.priors import MembershipPrior
+from bngp.errors import DataFormatError, InputError
+from bngp.evaluate import attack_knowledge
+from bngp.mechanism import SummaryStatistics
+from bngp.rng import torch_generator
+from bngp.validation import check_positive_int
+from defenses.base import Defense, sample_releases
+
+__all__ = ["CanaryPrior", "one_run_mechanism_audit", "many_run_mechanism_audit"]
+
+
+class CanaryPrior(MembershipPrior):
+    """The membership law of a canary audit (module docstring), as a :class:`MembershipPrior`.
+
+    Attacks that simulate shadow releases get this prior, so they train on the audit's own
+    design (same canaries, fresh inclusions and fillers).
+
+    Args:
+        n_individuals: K.
+        canaries: indices of the m canaries among the K individuals (distinct).
+        n_members: n, the dataset size (``replace``) or the non-canary part (``add-remove``).
+        neighbouring: ``"replace"`` or ``"add-remove"``.
+    """
+
+    def __init__(self, n_individuals: int, canaries: np.ndarray, n_members: int, neighbouring: str) -> None:
+        self.n_individuals = check_positive_int("n_individuals", n_individuals)
+        canaries = np.asarray(canaries, dtype=np.int64)
+        if canaries.ndim != 1 or canaries.size == 0:
+            raise InputError("`canaries` must be a non-empty 1-D array of individual indices.")
+        if np.unique(canaries).size != canaries.size:
+            raise InputError("`canaries` must not repeat an individual.")
+        if canaries.min() < 0 or canaries.max() >= self.n_individuals:
+            raise InputError(f"`canaries` must index individuals in [0, {self.n_individuals}).")
+        if neighbouring not in ("replace", "add-remove"):
+            raise InputError(f"`neighbouring` must be 'replace' or 'add-remove', got {neighbouring!r}.")
+        m = canaries.size
+        pool_size = self.n_individuals - m
+        self.n_members = check_positive_int("members", n_members)
+        if neighbouring == "replace" and m > self.n_members:
+            raise InputError(
+                f"`canaries` must be <= members ({self.n_members}) under the replace relation "
+                f"(every dataset has exactly {self.n_members} members), got {m}."
+            )
+        if self.n_members > pool_size:
+            raise InputError(
+                f"`members` must be <= K - canaries = {pool_size} (the non-canary pool fills the dataset), "
+                f"got {self.n_members}."
+            )
+        self.canaries = canaries
+        mask = np.ones(self.n_individuals, dtype=bool)
+        mask[canaries] = False
+        self.pool = np.flatnonzero(mask)
+        self.neighbouring = neighbouring
+
+    @property
+    def n_canaries(self) -> int:
+        """m."""
+        return int(self.canaries.size)
+
+    @property
+    def marginals(self) -> np.ndarray:
+        """1/2 for canaries; E[fillers] / |pool| for the pool."""
+        theta = np.empty(self.n_individuals)
+        theta[self.canaries] = 0.5
+        fillers = self.n_members - (self.n_canaries / 2.0 if self.neighbouring == "replace" else 0.0)
+        theta[self.pool] = fillers / self.pool.size
+        return theta
+
+    def _fillers(self, inclusion_counts: np.ndarray) -> np.ndarray:
+        if self.neighbouring == "replace":
+            return self.n_members - inclusion_counts
+        return np.full_like(inclusion_counts, self.n_members)
+
+    def draw(self, n_draws: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """``n_draws`` runs: memberships b (n_draws, K) float32 and inclusions S (n_draws, m) bool."""
+        n_draws = check_positive_int("n_draws", n_draws)
+        inclusion = rng.random((n_draws, self.n_canaries)) < 0.5
+        ranks = np.argsort(np.argsort(rng.random((n_draws, self.pool.size)), axis=1), axis=1)
+        fillers = self._fillers(inclusion.sum(axis=1))
+        b = np.zeros((n_draws, self.n_individuals), dtype=np.float32)
+        b[:, self.canaries] = inclusion
+        b[:, self.pool] = ranks < fillers[:, None]
+        return b, inclusion
+
+    def sample(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        return self.draw(n_draws, rng)[0]
+
+    def sample_torch(self, n_draws: int, generator: torch.Generator) -> torch.Tensor:
+        inclusion = torch.rand((n_draws, self.n_canaries), generator=generator) < 0.5
+        keys = torch.rand((n_draws, self.pool.size), generator=generator)
+        ranks = torch.argsort(torch.argsort(keys, dim=1), dim=1)
+        counts = inclusion.sum(dim=1)
+        fillers = self.n_members - counts if self.neighbouring == "replace" else torch.full_like(counts, self.n_members)
+        b = torch.zeros((n_draws, self.n_individuals))
+        b[:, torch.as_tensor(self.canaries)] = inclusion.float()
+        b[:, torch.as_tensor(self.pool)] = (ranks < fillers[:, None]).float()
+        return b
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "canary",
+            "individuals": self.n_individuals,
+            "canaries": self.n_canaries,
+            "members": self.n_members,
+            "neighbouring": self.neighbouring,
+            "inclusion_probability": 0.5,
+        }
+
+
+def _experiment(
+    population: Population,
+    defense: Defense,
+    attack: str | Attack,
+    *,
+    canaries: int,
+    members: int,
+    runs: int,
+    neighbouring: str,
+    seed: int | None,
+) -> dict[str, Any]:
+    """Draw the canaries and R runs, release, fit the attack, score: the shared experiment."""
+    n_individuals = population.n_individuals
+    m = check_positive_int("canaries", canaries, minimum=1, maximum=n_individuals - 1)
+    members = check_positive_int("members", members)
+    relation = resolve_neighbouring(neighbouring, defense)
+    seed, seeds = audit_seeds(seed)
+    design_rng = np.random.default_rng(seeds["design"])
+    canary_index = np.sort(design_rng.choice(n_individuals, size=m, replace=False))
+    prior = CanaryPrior(n_individuals, canary_index, members, relation)
+    b, inclusion = prior.draw(runs, design_rng)
+    mechanism = SummaryStatistics(population.genotypes)
+    releases = sample_releases(mechanism, defense, b, torch_generator(seeds["release"]))
+    known_size = members if relation == "replace" else members + m // 2
+    knowledge = attack_knowledge(population, prior, defense, mechanism, known_size)
+    fitted = fit_attack(attack, knowledge, seeds["attack"])
+    scores = check_scores(fitted.name, fitted.score(population.genotypes[canary_index], releases), (runs, m))
+    design = {
+        "individuals": n_individuals,
+        "attributes": population.n_attributes,
+        "canaries": m,
+        "canary_ids": population.ids[canary_index].tolist(),
+        "members": members,
+        "neighbouring": relation,
+        "dataset_size": (
+            f"exactly {members} (included canaries replace non-canary members)"
+            if relation == "replace"
+            else f"{members} non-canary members + the included canaries"
+        ),
+        "inclusion_probability": 0.5,
+        "runs": runs,
+        "included_canaries_per_run_mean": float(inclusion.sum(axis=1).mean()),
+    }
+    shadow = (
+        "shadow releases (if the attack simulates any) follow the audit design - same canaries, fresh "
+        "inclusions and fillers - with seeds independent of the audited releases"
+    )
+    return {
+        "seed": seed,
+        "seeds": seeds,
+        "scores": scores,
+        "inclusion": inclusion,
+        "design": design,
+        "attack": attack_record(fitted, knowledge, seeds["attack"], shadow),
+    }
+
+
+def _result(
+    mode: str,
+    experiment: dict[str, Any],
+    defense: Defense,
+    epsilon_lb: float,
+    confidence: float,
+    delta: float,
+    method: dict[str, Any],
+) -> MechanismAuditResult:
+    relation = experiment["design"]["neighbouring"]
+    scores, inclusion = experiment["scores"], experiment["inclusion"]
+    mixed = 0 < inclusion.sum() < inclusion.size
+    diagnostics = {"canary_roc": roc_summary(scores.ravel(), inclusion.ravel()).to_dict()} if mixed else {}
+    return MechanismAuditResult(
+        mode=mode,
+        epsilon_lb=float(epsilon_lb),
+        is_lower_bound=True,
+        interpretation=(
+            f"with confidence {confidence:g}, the release is not (eps, {delta:g})-DP under the {relation} "
+            "relation for any eps < epsilon_lb"
+        ),
+        confidence=confidence,
+        delta=delta,
+        claimed=claimed_guarantee(defense),
+        defense=defense.describe(),
+        attack=experiment["attack"],
+        design=experiment["design"],
+        method=method,
+        diagnostics=diagnostics,
+        seed=experiment["seed"],
+        seeds=experiment["seeds"],
+    )
+
+
+def one_run_mechanism_audit(
+    population: Population,
+    defense: Defense,
+    attack: str | Attack,
+    *,
+    canaries: int,
+    members: int,
+    confidence: float = 0.95,
+    delta: float | None = None,
+    neighbouring: str = "auto",
+    seed: int | None = 0,
+) -> MechanismAuditResult:
+    """One-run canary audit of ``defense`` (Steinke, Nasr, Jagielski 2023); module docstring.
+
+    Args:
+        population: the K individuals (canaries and pool) and the reference panel.
+        defense: the noise law under audit (built for ``members`` members).
+        attack: registry name or an unfitted :class:`~attacks.base.Attack`.
+        canaries: m >= 2 canaries, each included with probability 1/2.
+        members: n, the dataset size (``replace``) or its non-canary part (``add-remove``).
+        confidence: 1 - beta.
+        delta: delta of the bound (default: the defense's claimed delta, 0 without a claim).
+        neighbouring: ``"auto"`` (the defense's relation, else replace), ``"replace"`` or
+            ``"add-remove"``.
+        seed: the audit seed; every random stream is derived from it.
+    """
+    check_positive_int("canaries", canaries, minimum=2)
+    confidence = check_confidence(confidence)
+    delta = resolve_delta(delta, defense)
+    experiment = _experiment(
+        population, defense, attack, canaries=canaries, members=members, runs=1, neighbouring=neighbouring, seed=seed
+    )
+    inclusion = experiment["inclusion"][0]
+    included = int(inclusion.sum())
+    if included in (0, inclusion.size):
+        state = "included" if included else "excluded"
+        raise DataFormatError(
+            f"all {inclusion.size} canaries were {state} in the audited release (probability 2^(1-m)); "
+            "use more canaries or another seed."
+        )
+    result = one_run_search(
+        experiment["scores"][0], inclusion, confidence=confidence, delta=delta, seed=experiment["seeds"]["ties"]
+    )
+    method = {"name": "one-run (steinke-nasr-jagielski 2023)", "one_run": result.to_dict()}
+    return _result("one-run", experiment, defense, result.epsilon_lb, confidence, delta, method)
+
+
+def many_run_mechanism_audit(
+    population: Population,
+    defense: Defense,
+    attack: str | Attack,
+    *,
+    canaries: int,
+    members: int,
+    runs: int,
+    confidence: float = 0.95,
+    delta: float | None = None,
+    neighbouring: str = "auto",
+    seed: int | None = 0,
+) -> MechanismAuditResult:
+    """Many-run canary audit over ``runs`` independent releases; module docstring.
+
+    epsilon_lb is the larger of the per-canary Clopper-Pearson bound (Bonferroni over the m
+    canaries, error beta / 2 in total) and the pooled one-run bound over the R m inclusion
+    bits (error beta / 2).  Arguments as :func:`one_run_mechanism_audit`, plus ``runs`` (R >= 2).
+    """
+    runs = check_positive_int("runs", runs, minimum=2)
+    confidence = check_confidence(confidence)
+    delta = resolve_delta(delta, defense)
+    experiment = _experiment(
+        population, defense, attack, canaries=canaries, members=members, runs=runs, neighbouring=neighbouring, seed=seed
+    )
+    scores, inclusion = experiment["scores"], experiment["inclusion"]
+    beta = 1.0 - confidence
+    m = inclusion.shape[1]
+    per_canary_confidence = 1.0 - beta / (2.0 * m)
+    per_canary: list[dict[str, Any]] = []
+    best_canary, best_value = None, 0.0
+    for i in range(m):
+        included = int(inclusion[:, i].sum())
+        if included in (0, runs):
+            per_canary.append({"canary": experiment["design"]["canary_ids"][i], "epsilon_lb": 0.0, "skipped": True})
+            continue
+        record = many_run_audit(scores[:, i], inclusion[:, i], confidence=per_canary_confidence, delta=delta)
+        per_canary.append({"canary": experiment["design"]["canary_ids"][i], **record.to_dict()})
+        if best_canary is None or record.epsilon_lb > best_value:
+            best_canary, best_value = i, record.epsilon_lb
+    pooled = one_run_search(
+        scores.ravel(),
+        inclusion.ravel(),
+        confidence=1.0 - beta / 2.0,
+        delta=delta,
+        seed=experiment["seeds"]["ties"],
+    )
+    method = {
+        "name": "many-run: max(per-canary clopper-pearson, pooled one-run), beta/2 each",
+        "union_bound": (
+            f"beta/2 for the pooled one-run bound; beta/2 shared by the {m} per-canary clopper-pearson audits "
+            f"(bonferroni, error {beta / (2.0 * m):.3g} each)"
+        ),
+        "clopper_pearson_epsilon_lb": best_value,
+        "clopper_pearson_best_canary": None if best_canary is None else experiment["design"]["canary_ids"][best_canary],
+        "pooled_one_run_epsilon_lb": pooled.epsilon_lb,
+        "per_canary": per_canary,
+        "pooled_one_run": pooled.to_dict(),
+    }
+    epsilon_lb = max(best_value, pooled.epsilon_lb)
+    return _result("many-run", experiment, defense, epsilon_lb, confidence, delta, method)

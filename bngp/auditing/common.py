@@ -1,0 +1,72 @@
+"""Plumbing shared by the mechanism audits: seeds, the attack's set-up and checks.
+
+Independence of the streams is what makes the bounds valid: the audit's membership draws,
+the release noise, the attack's own shadow simulations and the tie-breaking of the one-run
+guesses each get a seed derived from the audit seed by :func:`bngp.rng.spawn_seeds`, so the
+attack never sees (nor regenerates) the audited releases.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attacks.base import Attack, AttackKnowledge
+from attacks.registry import get_attack
+from bngp.audit.inputs import check_delta
+from bngp.errors import DataFormatError, InputError
+from bngp.rng import resolve_seed, spawn_seeds
+from defenses.base import Defense
+
+__all__ = ["SEED_STREAMS", "audit_seeds", "fit_attack", "attack_record", "resolve_delta", "check_scores"]
+
+#: the independent random streams of an audit, in the order they are derived.
+SEED_STREAMS = ("design", "release", "attack", "ties", "generator")
+#: derived seeds are kept below 2^31 so that every consumer (numpy, torch, an attack that
+#: offsets its seed for successive shadow batches) accepts them.
+_SEED_MODULUS = 2**31
+
+
+def audit_seeds(seed: int | None) -> tuple[int, dict[str, int]]:
+    """Resolve ``seed`` and derive one independent seed per stream of :data:`SEED_STREAMS`."""
+    seed = resolve_seed(seed)
+    derived = [value % _SEED_MODULUS for value in spawn_seeds(seed, len(SEED_STREAMS))]
+    return seed, dict(zip(SEED_STREAMS, derived))
+
+
+def fit_attack(attack: str | Attack, knowledge: AttackKnowledge, seed: int) -> Attack:
+    """Instantiate ``attack`` (a registry name) if needed and fit it on ``knowledge`` only."""
+    if isinstance(attack, str):
+        attack = get_attack(attack)
+    elif not isinstance(attack, Attack):
+        raise InputError(f"`attack` must be an attack name or an Attack, got {type(attack).__name__}.")
+    return attack.fit(knowledge, seed=seed)
+
+
+def attack_record(attack: Attack, knowledge: AttackKnowledge, seed: int, shadow: str) -> dict[str, Any]:
+    """The attack's description for AUDIT.json: knowledge statement, what it was given, how fitted."""
+    return {
+        **attack.describe(),
+        "knowledge_given": sorted(knowledge.available()),
+        "fit_seed": seed,
+        "shadow_simulations": shadow,
+    }
+
+
+def resolve_delta(delta: float | None, defense: Defense) -> float:
+    """``None`` becomes the delta of the defense's guarantee (0 when it has none)."""
+    if delta is None:
+        guarantee = defense.guarantee
+        return 0.0 if guarantee is None else float(guarantee.delta)
+    return check_delta(delta)
+
+
+def check_scores(name: str, scores: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The attack's scores as float64 of the expected shape, all finite."""
+    values = np.asarray(scores, dtype=np.float64)
+    if values.shape != shape:
+        raise DataFormatError(f"attack `{name}` returned scores of shape {values.shape}, expected {shape}.")
+    if not np.all(np.isfinite(values)):
+        raise DataFormatError(f"attack `{name}` returned NaN or infinite scores.")
+    return values

@@ -1,0 +1,80 @@
+"""One entry point for the end-to-end audits of the release mechanism (``bngp audit-mechanism``).
+
+``audit_mechanism`` checks that the options fit the mode and dispatches to the one-run or
+many-run canary audit (:mod:`bngp.auditing.canary`) or to PANORAMIA with generated
+non-members (:mod:`bngp.auditing.panoramia_genome`).
+"""
+
+from __future__ import annotations
+
+from attacks.base import Attack
+from bngp.auditing.canary import many_run_mechanism_audit, one_run_mechanism_audit
+from bngp.auditing.panoramia_genome import panoramia_mechanism_audit
+from bngp.auditing.results import MODES, MechanismAuditResult
+from bngp.data.population import Population
+from bngp.errors import InputError
+from defenses.base import Defense
+
+__all__ = ["DEFAULT_RUNS", "audit_mechanism"]
+
+#: runs of the many-run audit when none are given.
+DEFAULT_RUNS = 200
+
+
+def audit_mechanism(
+    population: Population,
+    defense: Defense,
+    attack: str | Attack,
+    *,
+    mode: str,
+    canaries: int,
+    members: int,
+    runs: int | None = None,
+    confidence: float = 0.95,
+    delta: float | None = None,
+    neighbouring: str = "auto",
+    seed: int | None = 0,
+) -> MechanismAuditResult:
+    """Audit ``defense`` on ``population`` with ``attack`` in ``mode``.
+
+    Args:
+        population: the K individuals (candidates for canaries and datasets) and reference panel.
+        defense: the defense under audit, built for ``members`` members.
+        attack: registry name or an unfitted attack.
+        mode: ``"one-run"``, ``"many-run"`` or ``"panoramia"``.
+        canaries: m, the canaries (one-run, many-run) or the audit-set size (panoramia).
+        members: n, the dataset size (``add-remove``: its non-canary part).
+        runs: R independent releases (many-run only; default :data:`DEFAULT_RUNS`).
+        confidence: 1 - beta.
+        delta: delta of the bound (canary modes; default the defense's claimed delta).
+        neighbouring: ``"auto"``, ``"replace"`` or ``"add-remove"`` (canary modes).
+        seed: the audit seed.
+
+    Example:
+        >>> from bngp.data.independent import simulate_independent
+        >>> from defenses.base import NoDefense
+        >>> population = simulate_independent(120, 60, 300, seed=0)
+        >>> result = audit_mechanism(population, NoDefense(), "score", mode="one-run", canaries=40, members=30)
+        >>> result.epsilon_lb > 0
+        True
+    """
+    if mode not in MODES:
+        raise InputError(f"`mode` must be one of {', '.join(MODES)}, got {mode!r}.")
+    if mode != "many-run" and runs not in (None, 1):
+        raise InputError(f"`runs` applies only to the many-run mode (mode {mode!r} uses one release), got {runs}.")
+    if mode == "panoramia":
+        if delta not in (None, 0.0):
+            raise InputError("`delta` does not apply to panoramia (a pure-DP measurement), got a non-zero value.")
+        if neighbouring != "auto":
+            raise InputError("`neighbouring` does not apply to panoramia (datasets are n of K uniformly).")
+        return panoramia_mechanism_audit(
+            population, defense, attack, audit_size=canaries, members=members, confidence=confidence, seed=seed
+        )
+    common = dict(
+        canaries=canaries, members=members, confidence=confidence, delta=delta, neighbouring=neighbouring, seed=seed
+    )
+    if mode == "one-run":
+        return one_run_mechanism_audit(population, defense, attack, **common)
+    return many_run_mechanism_audit(
+        population, defense, attack, runs=DEFAULT_RUNS if runs is None else runs, **common
+    )

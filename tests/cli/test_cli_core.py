@@ -1,0 +1,191 @@
+"""End-to-end CLI runs and the bad-input contract: one line on stderr, exit 2, no output left."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bngp.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_line_error(code, err, fragment):
+    assert code == 2
+    lines = [line for line in err.strip().splitlines() if line]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert fragment in lines[0], lines[0]
+
+
+def test_simulate_independent_and_deterministic(tmp_path, capsys):
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    for path in (a, b):
+        code, out, _ = run_cli(capsys, "simulate", "--individuals", 20, "--reference", 10, "--snvs", 30,
+                               "--model", "independent", "--seed", 4, "--out", path)
+        assert code == 0
+    with np.load(a) as x, np.load(b) as y:
+        assert np.array_equal(x["genotypes"], y["genotypes"])
+        assert x["genotypes"].shape == (20, 30) and x["reference"].shape == (10, 30)
+
+
+def test_simulate_stdpopsim_small(tmp_path, capsys):
+    code, _, _ = run_cli(capsys, "simulate", "--individuals", 10, "--reference", 10, "--snvs", 50, "--seed", 1,
+                         "--out", tmp_path / "g.npz")
+    assert code == 0
+    with np.load(tmp_path / "g.npz") as data:
+        assert data["genotypes"].shape == (10, 50)
+
+
+def test_train_evaluate_release_end_to_end(tiny_run, small_population_file, small_population, tmp_path, capsys):
+    for name in ("defender.pt", "checkpoint.pt", "config.json", "summary.json"):
+        assert (tiny_run / name).is_file()
+    out = tmp_path / "eval.json"
+    scores = tmp_path / "scores.npz"
+    code, stdout, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                                "--defense", f"run:{tiny_run}", "--attacks", "bayesian", "--releases", 3,
+                                "--seed", 1, "--out", out, "--scores-out", scores)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    entry = payload["attacks"]["bayesian"]
+    assert 0 <= entry["auc"] <= 1 and entry["auc_std"] >= 0
+    assert set(entry["tpr_at_fpr"]) == {"0.1", "0.01", "0.001"}
+    assert isinstance(payload["utility_loss"], float) and "advantage" in entry
+    with np.load(scores) as data:
+        assert data["labels"].shape == data["bayesian_scores"].shape == (3, small_population.n_individuals)
+    assert out.with_suffix(".png").is_file() and out.with_suffix(".md").is_file()
+
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(small_population.ids[:20]) + "\n")
+    release = tmp_path / "release.npz"
+    code, _, err = run_cli(capsys, "release", "--population", small_population_file, "--defense", f"run:{tiny_run}",
+                           "--members-file", ids, "--seed", 2, "--out", release)
+    assert code == 0, err
+    with np.load(release) as data:
+        x = data["release"]
+    assert x.shape == (small_population.n_attributes,) and np.all((x >= 0) & (x <= 1))
+    code, _, _ = run_cli(capsys, "release", "--population", small_population_file, "--defense", "none",
+                         "--members-file", ids, "--seed", 2, "--out", release)
+    with np.load(release) as data:
+        assert np.allclose(data["release"], small_population.genotypes[:20].mean(0), atol=1e-6)
+
+
+def test_evaluate_is_deterministic(small_population_file, tmp_path, capsys):
+    outputs = []
+    for name in ("a.json", "b.json"):
+        code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                               "--defense", "none", "--attacks", "bayesian", "--releases", 3, "--seed", 5,
+                               "--out", tmp_path / name)
+        assert code == 0, err
+        outputs.append(json.loads((tmp_path / name).read_text())["attacks"])
+    assert outputs[0] == outputs[1]
+
+
+@pytest.fixture()
+def nan_population(tmp_path):
+    path = tmp_path / "nan.npz"
+    genotypes = np.zeros((4, 3))
+    genotypes[0, 0] = np.nan
+    np.savez(path, genotypes=genotypes, reference=np.zeros((2, 3)))
+    return path
+
+
+@pytest.fixture()
+def nonbinary_population(tmp_path):
+    path = tmp_path / "nonbinary.npz"
+    np.savez(path, genotypes=np.full((4, 3), 2), reference=np.zeros((2, 3)))
+    return path
+
+
+@pytest.fixture()
+def shape_population(tmp_path):
+    path = tmp_path / "shape.npz"
+    np.savez(path, genotypes=np.zeros((4, 3)), reference=np.zeros((2, 5)))
+    return path
+
+
+@pytest.fixture()
+def empty_population(tmp_path):
+    path = tmp_path / "empty.npz"
+    np.savez(path, genotypes=np.zeros((0, 3)), reference=np.zeros((2, 3)))
+    return path
+
+
+@pytest.mark.parametrize(
+    "population, extra, fragment",
+    [
+        ("missing", [], "not found"),
+        ("nan", [], "NaN"),
+        ("nonbinary", [], "binary"),
+        ("shape", [], "same number of attributes"),
+        ("empty", [], "empty"),
+        ("good", ["--members", "0"], "--members"),
+        ("good", ["--members", "41"], "--members"),
+        ("good", ["--kappa", "-1"], "kappa"),
+    ],
+)
+def test_train_bad_input(population, extra, fragment, tmp_path, capsys, small_population_file, request):
+    paths = {"missing": tmp_path / "nope.npz", "good": small_population_file}
+    path = paths.get(population) or request.getfixturevalue(f"{population}_population")
+    base = {"--population": path, "--members": "20", "--steps": "2", "--out": tmp_path / "run"}
+    base.update(dict(zip(extra[::2], extra[1::2])))
+    argv = ["train", "--quiet"] + [item for pair in base.items() for item in pair]
+    code, _, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, err, fragment)
+    assert not (tmp_path / "run" / "defender.pt").exists()
+
+
+def test_kappa_file_errors(small_population_file, tmp_path, capsys):
+    weights = tmp_path / "w.npy"
+    np.save(weights, np.ones(5))
+    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+                           "--kappa-file", weights, "--quiet", "--out", tmp_path / "run")
+    assert_one_line_error(code, err, "120")
+    np.save(weights, -np.ones(120))
+    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+                           "--kappa-file", weights, "--quiet", "--out", tmp_path / "run")
+    assert_one_line_error(code, err, "kappa")
+
+
+@pytest.mark.parametrize(
+    "defense, attacks, fragment",
+    [
+        ("nonsense", "bayesian", "unknown defense"),
+        ("none", "nonsense", "unknown attack"),
+        ("run:/no/such/dir", "bayesian", "not found"),
+        ("laplace:epsilon=-1", "bayesian", "epsilon"),
+        ("laplace:epsilon", "bayesian", "malformed"),
+    ],
+)
+def test_evaluate_bad_input(defense, attacks, fragment, small_population_file, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                           "--defense", defense, "--attacks", attacks, "--out", out)
+    assert_one_line_error(code, err, fragment)
+    assert not out.exists()
+
+
+def test_release_bad_members_file(small_population_file, tmp_path, capsys):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("ind0\nstranger\n")
+    out = tmp_path / "r.npz"
+    code, _, err = run_cli(capsys, "release", "--population", small_population_file, "--defense", "none",
+                           "--members-file", ids, "--out", out)
+    assert_one_line_error(code, err, "stranger")
+    code, _, err = run_cli(capsys, "release", "--population", small_population_file, "--defense", "none",
+                           "--members-file", tmp_path / "missing.txt", "--out", out)
+    assert_one_line_error(code, err, "not found")
+    assert not out.exists()
+
+
+def test_defender_of_other_population_is_refused(tiny_run, tmp_path, capsys):
+    other = tmp_path / "other.npz"
+    run_cli(capsys, "simulate", "--individuals", 40, "--reference", 40, "--snvs", 120, "--model", "independent",
+            "--seed", 99, "--out", other)
+    code, _, err = run_cli(capsys, "evaluate", "--population", other, "--members", 20, "--defense", f"run:{tiny_run}",
+                           "--attacks", "bayesian", "--out", tmp_path / "e.json")
+    assert_one_line_error(code, err, "different population")
