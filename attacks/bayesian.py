@@ -17,6 +17,7 @@ from attacks.registry import register_attack
 from bngp.attacker_training import AttackerTrainingConfig, train_attacker
 from bngp.errors import DataFormatError, InputError
 from bngp.players import Attacker, AttackerSpec
+from bngp.rng import spawn_seeds
 
 __all__ = ["BayesianAttack"]
 
@@ -48,7 +49,7 @@ class BayesianAttack(Attack):
 
         def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
             if state["pool"] is None or state["position"] + n > state["pool"][0].shape[0]:
-                x, b = simulate(chunk, seed * 7919 + state["calls"])
+                x, b = simulate(chunk, spawn_seeds(seed, state["calls"] + 1)[-1])
                 state["pool"] = (torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32))
                 state["position"] = 0
                 state["calls"] += 1

@@ -51,6 +51,7 @@ from attacks.statistics import (
     weighted_score_torch,
 )
 from bngp.errors import InputError
+from bngp.ridge import DEFAULT_RIDGE_GRID, fit_ridge
 from bngp.rng import spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
 
@@ -281,11 +282,8 @@ class SVMAttack(_PairClassifierAttack):
 class LinearAttack(TorchAttack):
     """Multi-output ridge regression from releases to memberships: score = b_hat_k(x).
 
-    b_hat(x) = b_mean + (x - x_mean) W with W the ridge solution on simulated releases
-    (see module docstring); lambda = lambda_rel * mean squared singular value of X_c, with
-    lambda_rel chosen on ``ridge_grid`` by the exact leave-one-out squared error
-    sum_i ||(B - H B)_i||^2 / (1 - H_ii)^2 of ridge with an unpenalised intercept,
-    H = 1 1^T / R + X_c (X_c^T X_c + lambda I)^-1 X_c^T.
+    b_hat(x) = b_mean + (x - x_mean) W with W the ridge solution on simulated releases, the
+    penalty chosen on ``ridge_grid`` by exact leave-one-out error (:mod:`bngp.ridge`).
 
     Args:
         n_shadow_releases: releases simulated against the defense for fitting (default
@@ -305,7 +303,159 @@ class LinearAttack(TorchAttack):
     def __init__(
         self,
         n_shadow_releases: int | None = None,
-        ridge_grid: tuple[float, ...] = tuple(10.0 ** np.arange(-6.0, 2.5, 0.5)),
+        ridge_grid: tuple[float, ...] = DEFAULT_RIDGE_GRID,
+        n_calibration_releases: int = 20,
+        alpha: float = 0.05,
+    ) -> None:
+        self.n_shadow_releases = (
+            None if n_shadow_releases is None else check_positive_int("n_shadow_releases", n_shadow_releases, minimum=3)
+        )
+        grid = np.asarray(ridge_grid, dtype=np.float64)
+        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+            raise InputError(f"`ridge_grid` must be a non-empty list of positive numbers, got {ridge_grid!r}.")
+        self.ridge_grid = grid
+        self.n_calibration_releases = check_positive_int("n_calibration_releases", n_calibration_releases)
+        self.alpha = check_in_open_interval("alpha", alpha, 0.0, 1.0)
+
+    def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
+        population = check_binary_panel("population", knowledge.population)
+        self.n_attributes_ = population.shape[1]
+        self.population_index_ = PopulationIndex(population)
+        train_seed, calibration_seed = spawn_seeds(seed, 2)
+        n_shadow = max(500, 2 * population.shape[0]) if self.n_shadow_releases is None else self.n_shadow_releases
+        shadow = simulated_shadow(knowledge, n_shadow, train_seed)
+        fit = fit_ridge(torch.from_numpy(shadow.releases), torch.from_numpy(shadow.labels), tuple(self.ridge_grid))
+        self.release_mean_, self.membership_mean_, self.weights_ = fit.release_mean, fit.membership_mean, fit.weights
+        self.ridge_ = fit.ridge
+        calibration = simulated_shadow(knowledge, self.n_calibration_releases, calibration_seed)
+        self._calibrate(
+            self._raw(self._features(calibration)), calibration.labels, alpha=self.alpha, source=calibration.source
+        )
+
+    def _raw(self, features: np.ndarray) -> np.ndarray:
+        n_releases, n_targets, n_features = features.shape
+        return self._classifier_scores(features.reshape(-1, n_features)).reshape(n_releases, n_targets)
+
+    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        if self.n_attributes_ is None:
+            raise InputError(f"attack `{self.name}` must be fitted before scoring (call fit).")
+        targets = check_targets(targets, self.n_attributes_)
+        releases = check_releases(releases)
+        check_pair(targets, releases)
+        block = max(1, _PAIR_BLOCK // targets.shape[0])
+        raw = [
+            self._raw(pair_features(targets, releases[start : start + block], self.reference_frequencies_))
+            for start in range(0, releases.shape[0], block)
+        ]
+        return self.orientation_ * np.concatenate(raw, axis=0)
+
+
+@register_attack("tree")
+class DecisionTreeAttack(_PairClassifierAttack):
+    """Decision-tree attacker (paper Fig. 2d): P(member | pair features), a CART tree.
+
+    Args:
+        n_shadow_releases: releases simulated against the defense for training.
+        max_pairs: training (release, individual) pairs subsampled from them.
+        n_calibration_releases: held-out simulated releases for direction and threshold.
+        alpha: target false-positive rate of the threshold on the held-out releases.
+        max_depth: depth of the tree.
+        min_samples_leaf: minimum pairs per leaf.
+    """
+
+    knowledge_statement: ClassVar[str] = (
+        "Knows the population, p_bar and can simulate releases against the defense: a decision tree on "
+        "per-(release, target) statistics (lrs, score, Homer, release summaries) trained on simulated releases "
+        "labelled on the population; direction and threshold (false-positive rate alpha) from held-out "
+        "simulated releases."
+    )
+
+    def __init__(
+        self,
+        n_shadow_releases: int = 50,
+        max_pairs: int = 20000,
+        n_calibration_releases: int = 10,
+        alpha: float = 0.05,
+        max_depth: int = 8,
+        min_samples_leaf: int = 20,
+    ) -> None:
+        super().__init__(n_shadow_releases, max_pairs, n_calibration_releases, alpha)
+        self.max_depth = check_positive_int("max_depth", max_depth)
+        self.min_samples_leaf = check_positive_int("min_samples_leaf", min_samples_leaf)
+
+    def _make_classifier(self, seed: int) -> DecisionTreeClassifier:
+        return DecisionTreeClassifier(
+            max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf, random_state=seed % (2**32)
+        )
+
+    def _classifier_scores(self, features: np.ndarray) -> np.ndarray:
+        return self.classifier_.predict_proba(features)[:, 1]
+
+
+@register_attack("svm")
+class SVMAttack(_PairClassifierAttack):
+    """SVM attacker (paper Fig. 2d): RBF-kernel SVC decision value on standardised pair features.
+
+    Args:
+        n_shadow_releases: releases simulated against the defense for training.
+        max_pairs: training (release, individual) pairs subsampled from them (SVC training
+            is quadratic in this number).
+        n_calibration_releases: held-out simulated releases for direction and threshold.
+        alpha: target false-positive rate of the threshold on the held-out releases.
+        regularization: the SVC's C.
+    """
+
+    knowledge_statement: ClassVar[str] = (
+        "Knows the population, p_bar and can simulate releases against the defense: an RBF support-vector "
+        "classifier on per-(release, target) statistics (lrs, score, Homer, release summaries) trained on "
+        "simulated releases labelled on the population; direction and threshold (false-positive rate alpha) "
+        "from held-out simulated releases."
+    )
+
+    def __init__(
+        self,
+        n_shadow_releases: int = 50,
+        max_pairs: int = 3000,
+        n_calibration_releases: int = 10,
+        alpha: float = 0.05,
+        regularization: float = 1.0,
+    ) -> None:
+        super().__init__(n_shadow_releases, max_pairs, n_calibration_releases, alpha)
+        self.regularization = check_in_open_interval("regularization", regularization, 0.0, np.inf)
+
+    def _make_classifier(self, seed: int) -> object:
+        return make_pipeline(StandardScaler(), SVC(kernel="rbf", C=self.regularization, gamma="scale"))
+
+    def _classifier_scores(self, features: np.ndarray) -> np.ndarray:
+        return self.classifier_.decision_function(features)
+
+
+@register_attack("linear")
+class LinearAttack(TorchAttack):
+    """Multi-output ridge regression from releases to memberships: score = b_hat_k(x).
+
+    b_hat(x) = b_mean + (x - x_mean) W with W the ridge solution on simulated releases, the
+    penalty chosen on ``ridge_grid`` by exact leave-one-out error (:mod:`bngp.ridge`).
+
+    Args:
+        n_shadow_releases: releases simulated against the defense for fitting (default
+            max(500, 2K), so that the releases span the K-dimensional signal).
+        ridge_grid: candidate relative ridge penalties.
+        n_calibration_releases: held-out simulated releases for direction and threshold.
+        alpha: target false-positive rate of the threshold on the held-out releases.
+    """
+
+    requires: ClassVar[frozenset[str]] = frozenset({"population", "simulate"})
+    knowledge_statement: ClassVar[str] = (
+        "Knows the population and can simulate releases against the defense: a ridge regression from the "
+        "release to the membership vector, fitted on simulated releases (penalty by leave-one-out error); "
+        "direction and threshold (false-positive rate alpha) from held-out simulated releases."
+    )
+
+    def __init__(
+        self,
+        n_shadow_releases: int | None = None,
+        ridge_grid: tuple[float, ...] = DEFAULT_RIDGE_GRID,
         n_calibration_releases: int = 20,
         alpha: float = 0.05,
     ) -> None:

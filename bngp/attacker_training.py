@@ -17,6 +17,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from bngp.players import Attacker, AttackerSpec
+from bngp.ridge import fit_ridge
 
 __all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler"]
 
@@ -40,7 +41,8 @@ class AttackerTrainingConfig:
     weight_decay: float = 1e-5
     lr_decay: float = 0.988
     decay_every: int = 50
-    init: str = "reconstruction"
+    init: str = "shadow-ridge"
+    shadow_releases: int | None = None
 
 
 def train_attacker(
@@ -57,14 +59,21 @@ def train_attacker(
 ) -> Attacker:
     """Train a new attacker for ``config.steps`` steps on batches from ``sample``.
 
-    With ``spec.init == "reconstruction"`` the linear head is first set to the ridge inversion
-    of the known ``population`` (see :class:`bngp.players.Attacker`).
+    With ``spec.init == "shadow-ridge"`` (default) the linear head is first set to a ridge
+    regression of memberships on ``shadow_releases`` releases drawn from ``sample`` (the linear
+    least-squares approximation of the posterior mean, default max(500, 2K) releases); with
+    "reconstruction" to the ridge inversion of the known ``population``
+    (see :class:`bngp.players.Attacker`).
     Returns the attacker in eval mode.
     """
     torch.manual_seed(seed)
     attacker = Attacker(spec)
     if spec.init == "reconstruction":
         attacker.initialise_from_population(population, n_members, theta)
+    elif spec.init == "shadow-ridge":
+        n_shadow = config.shadow_releases or max(500, 2 * spec.n_individuals)
+        x, b = sample(n_shadow)
+        attacker.initialise_from_ridge(fit_ridge(x, b), theta)
     optimiser = torch.optim.Adam(attacker.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.lr_decay)
     loss_fn = nn.BCEWithLogitsLoss()

@@ -87,6 +87,10 @@ class GameConfig:
         dp_penalty: weight of that penalty.
         fixed_gaussian_sigmas: standard deviations of fixed Gaussian mechanisms composed before
             the learned one (App. L.6): the release is [f(D) + N(0, s_1^2), ..., f(D) + G(b, r)].
+        recalibrate: measure the leakage with the attacker's best affine recalibration
+            (see :meth:`Game._leakage`).
+        leakage: "clamped" (max(h - CEL, 0), default) or "raw" (h - CEL, the paper's -CEL up to
+            a constant).
         eval_every: steps between held-out evaluations (TensorBoard, collapse check).
         eval_batch: draws in the held-out evaluation batch.
         checkpoint_every: steps between checkpoints.
@@ -115,6 +119,8 @@ class GameConfig:
     dp_epsilon: float | None = None
     dp_penalty: float = 10.0
     fixed_gaussian_sigmas: tuple[float, ...] = ()
+    recalibrate: bool = True
+    leakage: str = "clamped"
     eval_every: int = 50
     eval_batch: int = 256
     checkpoint_every: int = 250
@@ -142,6 +148,8 @@ class GameConfig:
             raise InputError(f"`fresh_check_steps` must be >= 0, got {self.fresh_check_steps}.")
         if self.dp_epsilon is not None and not (math.isfinite(self.dp_epsilon) and self.dp_epsilon > 0):
             raise InputError(f"`dp_epsilon` must be a finite number > 0, got {self.dp_epsilon}.")
+        if self.leakage not in ("clamped", "raw"):
+            raise InputError(f"`leakage` must be 'clamped' or 'raw', got {self.leakage!r}.")
         if self.against != "bayesian":
             from attacks.registry import available_attacks
 
@@ -166,6 +174,20 @@ class GameConfig:
         data["kappa_vector"] = None if self.kappa_vector is None else list(self.kappa_vector)
         data["fixed_gaussian_sigmas"] = list(self.fixed_gaussian_sigmas)
         return data
+
+
+def _affine_calibration(logits: torch.Tensor, b: torch.Tensor, iterations: int = 8) -> tuple[float, float]:
+    """(a, c) minimising the mean cross-entropy of sigmoid(a * logits + c) against b (Newton)."""
+    z = logits.reshape(-1).double()
+    y = b.reshape(-1).double()
+    features = torch.stack([z, torch.ones_like(z)], dim=1)
+    params = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    for _ in range(iterations):
+        p = torch.sigmoid(features @ params)
+        gradient = features.T @ (p - y) / z.numel()
+        hessian = (features * (p * (1 - p))[:, None]).T @ features / z.numel() + 1e-6 * torch.eye(2, dtype=torch.float64)
+        params = params - torch.linalg.solve(hessian, gradient)
+    return float(params[0]), float(params[1])
 
 
 @dataclass
@@ -281,6 +303,23 @@ class Game:
         deviation = (x[:, self.learned_slice] - x_hat[:, self.learned_slice]).abs()
         return (deviation * self.kappa).mean(), deviation.mean()
 
+    def _leakage(self, logits: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """max(h(theta) - CEL, 0) of the attacker after its best affine recalibration.
+
+        The attacker's logits are recalibrated as a * logit + c with (a, c) fitted on the batch
+        by Newton's method on the cross-entropy (detached): an attacker whose ranking is
+        informative but whose confidence is off (typical while the defender moves) still counts
+        with its informative part, so the clamp at the prior does not silence the gradient.
+        """
+        if self.config.recalibrate:
+            scale, shift = _affine_calibration(logits.detach(), b)
+            logits = scale * logits + shift
+        mode = self.config.leakage
+        cross_entropy = self.bce(logits, b)
+        if mode == "clamped":
+            return torch.clamp(self.prior_entropy - cross_entropy, min=0.0)
+        return self.prior_entropy - cross_entropy
+
     def _defender_loss(self, leakage: torch.Tensor, weighted: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
         objective = self.config.objective
         if objective == "preference":
@@ -315,7 +354,7 @@ class Game:
         x, x_hat = self._release(b, r)
         logits = self.attacker(x)
         if self.opponent is None:
-            leakage = torch.clamp(self.prior_entropy - self.bce(logits, b), min=0.0)
+            leakage = self._leakage(logits, b)
         else:
             leakage = self.opponent(b, x)
         weighted, plain = self._utility(x, x_hat)
@@ -480,12 +519,14 @@ class Game:
         }
 
     def fresh_attacker_check(self, steps: int, seed: int, progress: bool = False) -> dict:
-        """Train a new attacker against the frozen defender; held-out AUC over 256 fresh draws."""
-        config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=self.config.attacker_init)
+        """Train a new attacker (shadow-ridge warm start, as in evaluation) against the frozen
+        defender; held-out AUC and cross-entropy over 512 fresh draws."""
+        init = "paper" if self.config.attacker_init == "paper" else "shadow-ridge"
+        config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=init)
         sampler = self.release_sampler(seed)
         attacker = train_attacker(
             sampler,
-            self.attacker_spec,
+            replace(self.attacker_spec, init=init),
             config,
             seed=seed,
             population=self.mechanism_genotypes(),

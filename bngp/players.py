@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from bngp.errors import InputError
+from bngp.ridge import RidgeFit
 
 __all__ = [
     "DefenderSpec",
@@ -38,6 +39,7 @@ __all__ = [
     "defender_widths",
     "attacker_widths",
     "ridge_inversion",
+    "ATTACKER_INITS",
 ]
 
 
@@ -75,6 +77,12 @@ class DefenderSpec:
         return data
 
 
+#: "reconstruction": head = ridge inversion of the known population (no data needed);
+#: "shadow-ridge": head = ridge regression fitted on releases simulated against the defense;
+#: "paper": the plain network of App. L.8.
+ATTACKER_INITS = ("reconstruction", "shadow-ridge", "paper")
+
+
 @dataclass(frozen=True)
 class AttackerSpec:
     """Architecture of H: sizes, widths (None = scaled from the paper) and initialisation."""
@@ -85,8 +93,8 @@ class AttackerSpec:
     init: str = "reconstruction"
 
     def __post_init__(self) -> None:
-        if self.init not in ("reconstruction", "paper"):
-            raise InputError(f"`attacker init` must be 'reconstruction' or 'paper', got {self.init!r}.")
+        if self.init not in ATTACKER_INITS:
+            raise InputError(f"`attacker init` must be one of {', '.join(ATTACKER_INITS)}, got {self.init!r}.")
 
     def resolved_widths(self) -> tuple[int, int]:
         return self.widths or attacker_widths(self.n_outputs)
@@ -167,7 +175,7 @@ class Attacker(nn.Module):
             nn.Linear(h1, h2),
             nn.Linear(h2, spec.n_individuals),
         )
-        self.head = nn.Linear(spec.n_outputs, spec.n_individuals) if spec.init == "reconstruction" else None
+        self.head = nn.Linear(spec.n_outputs, spec.n_individuals) if spec.init != "paper" else None
 
     def initialise_from_population(
         self, genotypes: np.ndarray, n_members: float, theta: np.ndarray, gain: float = 2.0
@@ -180,6 +188,23 @@ class Attacker(nn.Module):
         with torch.no_grad():
             self.head.weight.copy_(torch.as_tensor(gain * w, dtype=torch.float32))
             self.head.bias.copy_(torch.as_tensor(gain * (c - 0.5), dtype=torch.float32))
+            last = self.net[-1]
+            last.weight.zero_()
+            last.bias.zero_()
+
+    def initialise_from_ridge(self, fit: RidgeFit, theta: np.ndarray) -> None:
+        """Set the head to the first-order logit of the ridge estimate of E[b | x]:
+        logit_k ~ logit(theta_k) + (b_hat_k(x) - theta_k) / (theta_k (1 - theta_k)),
+        and zero the MLP's last layer (so the untrained attacker is the shadow ridge attack)."""
+        if self.head is None:
+            raise InputError("this attacker has no linear head (init='paper').")
+        theta_t = torch.as_tensor(np.clip(theta, 1e-6, 1 - 1e-6), dtype=torch.float64)
+        slope = 1.0 / (theta_t * (1 - theta_t))
+        weight = (fit.weights * slope).T
+        bias = torch.logit(theta_t) + slope * (fit.membership_mean - fit.release_mean @ fit.weights - theta_t)
+        with torch.no_grad():
+            self.head.weight.copy_(weight.float())
+            self.head.bias.copy_(bias.float())
             last = self.net[-1]
             last.weight.zero_()
             last.bias.zero_()

@@ -17,7 +17,7 @@ SeedLike = int | None | np.random.Generator
 def resolve_seed(seed: int | None) -> int:
     """Return a concrete non-negative int seed (drawn from the OS when ``seed`` is None)."""
     if seed is None:
-        return int(np.random.SeedSequence().entropy % (2**63))
+        return int(np.random.SeedSequence().entropy % (2**32))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         from bngp.errors import InputError
 
@@ -33,9 +33,12 @@ def make_rng(seed: SeedLike) -> np.random.Generator:
 
 
 def spawn_seeds(seed: int, n: int) -> list[int]:
-    """Derive ``n`` independent int seeds from ``seed`` (numpy SeedSequence spawning)."""
+    """Derive ``n`` independent int seeds in [0, 2^32) from ``seed`` (SeedSequence spawning).
+
+    32-bit values stay valid seeds for numpy, torch and scikit-learn after small offsets.
+    """
     children = np.random.SeedSequence(seed).spawn(n)
-    return [int(c.generate_state(1, dtype=np.uint64)[0] % (2**63)) for c in children]
+    return [int(c.generate_state(1, dtype=np.uint32)[0]) for c in children]
 
 
 def torch_generator(seed: int) -> torch.Generator:

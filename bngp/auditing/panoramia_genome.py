@@ -206,7 +206,9 @@ def panoramia_mechanism_audit(
         ),
         "generator_panel": f"the {outside.size} population individuals outside the dataset (never audited)",
         "baseline_features": "carrier status and adjacent-pair agreement (no access to the release)",
-        "mia_features": "the baseline's log-odds (out-of-fold on the training split) and the attack's score on the release",
+        "mia_features": (
+            "the baseline's log-odds (out-of-fold on the training split) and the attack's score on the release"
+        ),
         "neighbouring": "replace",
     }
     shadow = (

@@ -27,13 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"bngp.cli.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"bngp.cli.{module_name}":
-                continue
-            raise
-        module.add_parser(subparsers)
+        importlib.import_module(f"bngp.cli.{module_name}").add_parser(subparsers)
     return parser
 
 

@@ -46,7 +46,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--defense",
         required=True,
         metavar="SPEC",
-        help="none | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | rr:epsilon=E | run:RUN_DIR | ...",
+        help=(
+            "none | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | rr:epsilon=E | "
+            "run:RUN_DIR | matched-laplace:run=RUN_DIR ..."
+        ),
     )
     parser.add_argument("--mode", required=True, choices=MODES, help="audit design")
     parser.add_argument(

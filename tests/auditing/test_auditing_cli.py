@@ -1,0 +1,124 @@
+"""``bngp audit-mechanism`` end to end: AUDIT.json contents, determinism, one-line errors."""
+
+import json
+
+import pytest
+
+from bngp.cli import build_parser, main
+from bngp.data.independent import simulate_independent
+from bngp.data.npz import save_population
+
+
+@pytest.fixture(scope="module")
+def population_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("audit_mechanism") / "pop.npz"
+    save_population(simulate_independent(200, 100, 400, seed=4), path)
+    return path
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _base(population_file, out, *extra):
+    return ["audit-mechanism", "--population", str(population_file), "--members", "50", "--out", str(out), *extra]
+
+
+def test_command_is_registered():
+    assert "audit-mechanism" in build_parser().format_help()
+
+
+@pytest.mark.parametrize(
+    "mode, extra",
+    [("one-run", []), ("many-run", ["--runs", "40"]), ("panoramia", [])],
+)
+def test_every_mode_writes_the_bound_next_to_the_claim(population_file, tmp_path, capsys, mode, extra):
+    out = tmp_path / "AUDIT.json"
+    argv = _base(population_file, out, "--defense", "laplace:epsilon=2", "--mode", mode, "--canaries", "30",
+                 "--attack", "score", "--seed", "5", *extra)
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0, stderr
+    assert "epsilon_lb = " in stdout and "claimed eps 2" in stdout
+    payload = json.loads(out.read_text())
+    keys = list(payload)
+    assert keys.index("claimed_epsilon") == keys.index("epsilon_lb") + 1
+    assert payload["mode"] == mode
+    assert payload["claimed_epsilon"] == 2.0 and payload["claimed_guarantee"]["mechanism"] == "laplace"
+    assert payload["epsilon_lb"] <= 2.0
+    assert payload["attack"]["name"] == "score" and payload["attack"]["knowledge"]
+    assert payload["defense"]["spec"] == "laplace:epsilon=2"
+    assert payload["seed"] == 5 and set(payload["seeds"]) >= {"design", "release", "attack"}
+    assert payload["method"]["name"]
+    if mode == "panoramia":
+        assert payload["is_lower_bound"] is False and "baseline_auc" in payload["diagnostics"]
+    else:
+        assert payload["is_lower_bound"] is True and payload["bound_exceeds_claim"] is False
+
+
+def test_same_seed_gives_the_same_file(population_file, tmp_path, capsys):
+    outputs = []
+    for name in ("a.json", "b.json"):
+        out = tmp_path / name
+        argv = _base(population_file, out, "--defense", "gaussian:epsilon=1,delta=1e-5", "--mode", "many-run",
+                     "--canaries", "2", "--runs", "30", "--attack", "lrt", "--seed", "3")
+        assert _run(argv, capsys)[0] == 0
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    payload = json.loads(outputs[0])
+    assert payload["delta"] == 1e-5 and payload["claimed_delta"] == 1e-5
+
+
+def test_no_defense_has_no_claim(population_file, tmp_path, capsys):
+    out = tmp_path / "AUDIT.json"
+    argv = _base(population_file, out, "--defense", "none", "--mode", "one-run", "--canaries", "40",
+                 "--attack", "score")
+    code, stdout, _ = _run(argv, capsys)
+    assert code == 0 and "no claimed guarantee" in stdout
+    payload = json.loads(out.read_text())
+    assert payload["claimed_epsilon"] is None and payload["bound_exceeds_claim"] is None
+    assert payload["epsilon_lb"] > 0.5
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--defense", "none", "--mode", "one-run", "--canaries", "0", "--attack", "score"],
+         "`canaries` must be >= 2, got 0."),
+        (["--defense", "none", "--mode", "one-run", "--canaries", "10", "--attack", "nope"], "unknown attack 'nope'"),
+        (["--defense", "none", "--mode", "one-run", "--canaries", "10", "--attack", "score", "--runs", "3"],
+         "`runs` applies only to the many-run mode"),
+        (["--defense", "laplace:eps=1", "--mode", "one-run", "--canaries", "10", "--attack", "score"],
+         "does not take `eps`"),
+        (["--defense", "none", "--mode", "many-run", "--canaries", "10", "--attack", "score", "--confidence", "1"],
+         "`confidence` must be in (0, 1)"),
+        (["--defense", "none", "--mode", "panoramia", "--canaries", "45", "--attack", "score"],
+         "`canaries` must be <= members - 10 = 40"),
+        (["--defense", "none", "--mode", "panoramia", "--canaries", "10", "--attack", "score", "--delta", "1e-5"],
+         "`delta` does not apply to panoramia"),
+        (["--defense", "none", "--mode", "one-run", "--canaries", "10", "--attack", "score", "--delta", "2"],
+         "`delta` must be in [0, 1)"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(population_file, tmp_path, capsys, extra, message):
+    out = tmp_path / "AUDIT.json"
+    code, stdout, stderr = _run(_base(population_file, out, *extra), capsys)
+    assert code == 2
+    assert stderr.count("\n") == 1 and stderr.startswith("bngp audit-mechanism: error: ")
+    assert message in stderr
+    assert not out.exists()
+
+
+def test_missing_population_and_bad_members(population_file, tmp_path, capsys):
+    out = tmp_path / "AUDIT.json"
+    argv = ["audit-mechanism", "--population", str(tmp_path / "nope.npz"), "--members", "5", "--defense", "none",
+            "--mode", "one-run", "--canaries", "4", "--attack", "score", "--out", str(out)]
+    code, _, stderr = _run(argv, capsys)
+    assert code == 2 and "not found" in stderr
+    argv = _base(population_file, out, "--defense", "none", "--mode", "one-run", "--canaries", "4", "--attack",
+                 "score")
+    argv[argv.index("--members") + 1] = "0"
+    code, _, stderr = _run(argv, capsys)
+    assert code == 2 and "`--members` must be between 1 and K = 200" in stderr
+    assert not out.exists()
