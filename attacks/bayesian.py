@@ -42,7 +42,7 @@ class BayesianAttack(Attack):
     def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
         population = np.asarray(knowledge.population, dtype=np.uint8)
         theta = np.asarray(knowledge.membership_prior, dtype=np.float64)
-        n_individuals, n_outputs = population.shape
+        n_individuals = population.shape[0]
         simulate = knowledge.simulate
         chunk = self.config.batch_size * 25
         state = {"pool": None, "position": 0, "calls": 0}
@@ -57,6 +57,7 @@ class BayesianAttack(Attack):
             state["position"] += n
             return state["pool"][0][start : start + n], state["pool"][1][start : start + n]
 
+        n_outputs = int(sample(1)[0].shape[1])  # the release width (composed mechanisms are wider)
         spec = AttackerSpec(n_outputs, n_individuals, init=self.config.init)
         self.attacker_ = train_attacker(
             sample,
@@ -76,7 +77,7 @@ class BayesianAttack(Attack):
             raise InputError("the bayesian attack must be fitted before scoring.")
         targets = np.asarray(targets, dtype=np.uint8)
         releases = np.atleast_2d(np.asarray(releases, dtype=np.float32))
-        if releases.shape[1] != self.attacker_.spec.n_outputs:
+        if releases.ndim != 2 or releases.shape[1] != self.attacker_.spec.n_outputs:
             raise DataFormatError(
                 f"`releases` must have {self.attacker_.spec.n_outputs} columns, got {releases.shape[1]}."
             )

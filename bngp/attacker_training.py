@@ -8,6 +8,7 @@ and for the trainer's end-of-training check.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,6 +44,8 @@ class AttackerTrainingConfig:
     decay_every: int = 50
     init: str = "shadow-ridge"
     shadow_releases: int | None = None
+    validation_draws: int = 256
+    validate_every: int = 100
 
 
 def train_attacker(
@@ -63,7 +66,9 @@ def train_attacker(
     regression of memberships on ``shadow_releases`` releases drawn from ``sample`` (the linear
     least-squares approximation of the posterior mean, default max(500, 2K) releases); with
     "reconstruction" to the ridge inversion of the known ``population``
-    (see :class:`bngp.players.Attacker`).
+    (see :class:`bngp.players.Attacker`).  Every ``validate_every`` steps the cross-entropy on
+    ``validation_draws`` held-out simulated draws is measured and the best state (the
+    initialisation included) is kept, so training can only improve on the warm start.
     Returns the attacker in eval mode.
     """
     torch.manual_seed(seed)
@@ -77,6 +82,8 @@ def train_attacker(
     optimiser = torch.optim.Adam(attacker.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.lr_decay)
     loss_fn = nn.BCEWithLogitsLoss()
+    validation_x, validation_b = sample(config.validation_draws)
+    best = _validation_loss(attacker, validation_x, validation_b, loss_fn), copy.deepcopy(attacker.state_dict())
     attacker.train()
     for step in tqdm(range(config.steps), desc=description, disable=not progress, leave=False):
         x, b = sample(config.batch_size)
@@ -86,5 +93,17 @@ def train_attacker(
         optimiser.step()
         if (step + 1) % config.decay_every == 0:
             scheduler.step()
+        if (step + 1) % config.validate_every == 0 or step + 1 == config.steps:
+            current = _validation_loss(attacker, validation_x, validation_b, loss_fn)
+            if current < best[0]:
+                best = current, copy.deepcopy(attacker.state_dict())
+            attacker.train()
+    attacker.load_state_dict(best[1])
     attacker.eval()
     return attacker
+
+
+@torch.no_grad()
+def _validation_loss(attacker: Attacker, x: torch.Tensor, b: torch.Tensor, loss_fn: nn.Module) -> float:
+    attacker.eval()
+    return float(loss_fn(attacker(x), b))

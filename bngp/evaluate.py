@@ -7,12 +7,14 @@ For one population, membership prior and defense:
    reference panel; the defense's noise law for the optimal LRT) - never the evaluation labels;
 3. score all K individuals against every release: scores (R, K), labels b (R, K);
 4. report per attack the AUC mean and std over releases, TPR at FPR 10%/1%/0.1%, membership
-   advantage, Bayes-weighted advantage, its knowledge statement and orientation note, and the
-   strongest attack (a defense is only as private as the strongest attack shows).
+   advantage, Bayes-weighted advantage, its knowledge statement, orientation (and the AUC of
+   the raw statistic's direction, as the paper reports it), wall time, and the strongest
+   attack (a defense is only as private as the strongest attack shows).
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -153,10 +155,19 @@ def evaluate_defense(
     for (name, attack), attack_seed in zip(instances.items(), attack_seeds):
         if progress:
             print(f"  attack {name}: fitting", flush=True)
+        started = time.perf_counter()
         attack.fit(knowledge, seed=attack_seed)
         scores = attack.score(population.genotypes, x)
+        seconds = time.perf_counter() - started
         metrics = membership_metrics(scores, b)
-        entry = {**metrics.to_dict(), "knowledge": attack.knowledge_statement}
+        orientation = int(getattr(attack, "orientation_", 1))
+        entry = {
+            **metrics.to_dict(),
+            "knowledge": attack.knowledge_statement,
+            "seconds": seconds,
+            "orientation": orientation,
+            "raw_auc": metrics.auc if orientation == 1 else 1.0 - metrics.auc,
+        }
         note = getattr(attack, "orientation_note_", None)
         if note:
             entry["orientation_note"] = note

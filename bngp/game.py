@@ -48,6 +48,7 @@ from bngp.io_utils import atomic_write, write_json
 from bngp.mechanism import ComposedMechanism, SummaryStatistics
 from bngp.metrics import auc, binary_entropy
 from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec
+from bngp.ridge import fit_ridge
 
 __all__ = ["GameConfig", "Game", "OBJECTIVES", "CHECKPOINT_FILE", "CONFIG_FILE", "SUMMARY_FILE"]
 
@@ -91,6 +92,13 @@ class GameConfig:
             (see :meth:`Game._leakage`).
         leakage: "clamped" (max(h - CEL, 0), default) or "raw" (h - CEL, the paper's -CEL up to
             a constant).
+        attacker_refit_every: every this many defender steps the in-game attacker's linear head
+            is refitted in closed form (ridge regression of b on ``refit_releases`` releases of
+            the current defender, default max(500, 2K)), its MLP's last layer reset, and their
+            optimiser state cleared: the attacker is then at least the best linear attacker
+            against the *current* defender, so the defender cannot gain by fooling a stale
+            attacker (0 = never).  Measured at K = 200, |Q| = 1000, kappa = 0: without refits a
+            fresh attacker reached AUC 0.67 against a defender whose own attacker saw 0.54.
         eval_every: steps between held-out evaluations (TensorBoard, collapse check).
         eval_batch: draws in the held-out evaluation batch.
         checkpoint_every: steps between checkpoints.
@@ -121,6 +129,8 @@ class GameConfig:
     fixed_gaussian_sigmas: tuple[float, ...] = ()
     recalibrate: bool = True
     leakage: str = "clamped"
+    attacker_refit_every: int = 25
+    refit_releases: int | None = None
     eval_every: int = 50
     eval_batch: int = 256
     checkpoint_every: int = 250
@@ -150,6 +160,8 @@ class GameConfig:
             raise InputError(f"`dp_epsilon` must be a finite number > 0, got {self.dp_epsilon}.")
         if self.leakage not in ("clamped", "raw"):
             raise InputError(f"`leakage` must be 'clamped' or 'raw', got {self.leakage!r}.")
+        if self.attacker_refit_every < 0:
+            raise InputError(f"`attacker_refit_every` must be >= 0, got {self.attacker_refit_every}.")
         if self.against != "bayesian":
             from attacks.registry import available_attacks
 
@@ -337,8 +349,24 @@ class Game:
             return
         self.multiplier = max(0.0, self.multiplier + self.config.dual_lr * violation / max(self.config.budget, 1e-3))
 
+    @torch.no_grad()
+    def refit_attacker(self) -> None:
+        """Refit the in-game attacker's head by ridge on releases of the current defender."""
+        if self.attacker.head is None:
+            return
+        n = self.config.refit_releases or max(500, 2 * self.population.n_individuals)
+        b, r = self._draw(n)
+        self.defender.eval()
+        x, _ = self._release(b, r)
+        self.defender.train()
+        self.attacker.initialise_from_ridge(fit_ridge(x, b), self.theta)
+        for parameter in self.attacker.refit_parameters():
+            self.opt_a.state.pop(parameter, None)
+
     def training_step(self) -> dict[str, float]:
         """``attacker_steps`` attacker updates, then one defender update; returns the losses."""
+        if self.config.attacker_refit_every and self.step % self.config.attacker_refit_every == 0:
+            self.refit_attacker()
         self.defender.train()
         self.attacker.train()
         attacker_loss = torch.tensor(0.0)

@@ -209,6 +209,12 @@ class Attacker(nn.Module):
             last.weight.zero_()
             last.bias.zero_()
 
+    def refit_parameters(self) -> list[nn.Parameter]:
+        """The parameters :meth:`initialise_from_ridge` overwrites (head and the MLP's last layer)."""
+        if self.head is None:
+            return []
+        return [self.head.weight, self.head.bias, self.net[-1].weight, self.net[-1].bias]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         logits = self.net(x)
         if self.head is not None:

@@ -25,7 +25,6 @@ adaptive LRT 0.1552), so the reports also give our AUC in the raw direction next
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import platform
@@ -40,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attacks.base import Attack, AttackKnowledge
+from attacks.base import Attack
 from attacks.bayesian import BayesianAttack
 from attacks.registry import applicable_attacks, get_attack
 from bngp.artifacts import population_fingerprint
@@ -60,8 +59,6 @@ __all__ = [
     "RESULTS_DIR",
     "PaperAUC",
     "Row",
-    "TimedAttack",
-    "MechanismBayesianAttack",
     "Experiment",
     "parse_args",
     "typical_replacement_l2",
@@ -143,65 +140,6 @@ class Row:
     raw_auc: float
     utility_loss: float
     seconds: float
-
-
-class TimedAttack(Attack):
-    """An attack whose fit and score wall times are recorded (``seconds``); its orientation
-    and knowledge statement are those of the wrapped attack."""
-
-    def __init__(self, inner: Attack) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.requires = inner.requires
-        self.knowledge_statement = inner.knowledge_statement
-        self.seconds = 0.0
-
-    def fit(self, knowledge: AttackKnowledge, seed: int = 0) -> "TimedAttack":
-        start = time.perf_counter()
-        self.inner.fit(knowledge, seed=seed)
-        self.seconds += time.perf_counter() - start
-        return self
-
-    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
-        start = time.perf_counter()
-        scores = self.inner.score(targets, releases)
-        self.seconds += time.perf_counter() - start
-        return scores
-
-    @property
-    def orientation_(self) -> int:  # type: ignore[override]
-        return self.inner.orientation_
-
-    @property
-    def orientation_note_(self) -> str | None:  # type: ignore[override]
-        return self.inner.orientation_note_
-
-
-class MechanismBayesianAttack(BayesianAttack):
-    """The Bayesian attacker BNGP(A) for a release of several statistics (a composition).
-
-    :class:`attacks.bayesian.BayesianAttack` reads one output per attribute of the known
-    population.  A composed mechanism (App. L.6: five noisy copies of the frequencies)
-    releases ``mechanism.statistic(I_K)`` per individual, i.e. the individual's record once per
-    part; the attacker knows the mechanism, so it is fitted on that (K, n_outputs) matrix
-    (which also sets its reconstruction head) and targets are mapped to their rows of it.
-    """
-
-    knowledge_statement = BayesianAttack.knowledge_statement + "; knows the layout of the composed release"
-
-    def __init__(self, mechanism_rows: np.ndarray, config: AttackerTrainingConfig) -> None:
-        super().__init__(config)
-        self.mechanism_rows = np.asarray(mechanism_rows, dtype=np.uint8)
-        self._targets: dict[bytes, int] = {}
-
-    def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
-        records = np.asarray(knowledge.population, dtype=np.uint8)
-        self._targets = {row.tobytes(): i for i, row in enumerate(records)}
-        super()._fit(dataclasses.replace(knowledge, population=self.mechanism_rows), seed)
-
-    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
-        rows = [self._targets[row.tobytes()] for row in np.asarray(targets, dtype=np.uint8)]
-        return super().score(self.mechanism_rows[rows], releases)
 
 
 def typical_replacement_l2(population: Population, members: int) -> float:
@@ -361,7 +299,8 @@ class Experiment:
             "config": _config_record(config),
             "reused": reused,
             "seconds": seconds,
-            "against": summary["against"],
+            "against": config.against,
+            "opponent": summary["against"] if config.against != "bayesian" else None,
             "final": summary["final"],
             "collapse": summary["collapse"],
             "fresh_attacker_check": check,
@@ -386,16 +325,10 @@ class Experiment:
     # -- attacks ----------------------------------------------------------------------------
     def attack(self, name: str, defense: Defense) -> Attack:
         """A fresh instance of attack ``name`` against ``defense``; the Bayesian attacker trains
-        for this scale's budget (:class:`MechanismBayesianAttack` when the release is composed)."""
+        for this scale's budget."""
         if name != "bayesian":
             return get_attack(name)
-        config = AttackerTrainingConfig(steps=self.scale.attacker_eval_steps)
-        mechanism = defense.mechanism(self.population.genotypes)
-        if mechanism.n_outputs == self.population.n_attributes:
-            return BayesianAttack(config)
-        with torch.no_grad():
-            rows = mechanism.statistic(torch.eye(self.population.n_individuals)).numpy()
-        return MechanismBayesianAttack(rows, config)
+        return BayesianAttack(AttackerTrainingConfig(steps=self.scale.attacker_eval_steps))
 
     def applicable_attacks(self, defense: Defense) -> list[str]:
         """Every registered attack whose knowledge an evaluation against ``defense`` can provide."""
@@ -419,21 +352,17 @@ class Experiment:
         each attack's wall time and orientation).
         """
         self.log(f"{setting}: evaluating {', '.join(attacks)} on {self.scale.releases} releases")
-        timed = {name: TimedAttack(self.attack(name, defense)) for name in attacks}
+        instances = {name: self.attack(name, defense) for name in attacks}
         start = time.perf_counter()
-        result = evaluate_defense(self.population, self.prior, defense, dict(timed), releases=self.scale.releases,
+        result = evaluate_defense(self.population, self.prior, defense, instances, releases=self.scale.releases,
                                   seed=self.seed, n_members=self.scale.members, kappa=kappa, progress=True)
         payload = result.to_dict()
         payload["seconds"] = time.perf_counter() - start
-        for name, attack in timed.items():
-            entry = payload["attacks"][name]
-            entry["seconds"] = attack.seconds
-            entry["orientation"] = attack.orientation_
-            raw = entry["auc"] if attack.orientation_ == 1 else 1.0 - entry["auc"]
-            self.rows.append(Row(setting, name, entry["auc"], entry["auc_std"], paper.get(name), raw,
-                                 payload["utility_loss"], attack.seconds))
+        for name, entry in payload["attacks"].items():
+            self.rows.append(Row(setting, name, entry["auc"], entry["auc_std"], paper.get(name), entry["raw_auc"],
+                                 payload["utility_loss"], entry["seconds"]))
             self.log(f"{setting}: {name} AUC {entry['auc']:.4f} ± {entry['auc_std']:.4f} "
-                     f"(paper {_format_auc(paper.get(name))}) in {attack.seconds:.1f} s")
+                     f"(paper {_format_auc(paper.get(name))}) in {entry['seconds']:.1f} s")
         self.notes += [f"{setting}: {note}" for note in payload["notes"]]
         self.evaluations[setting] = payload
         return payload
@@ -484,14 +413,16 @@ class Experiment:
         ]
         shown = {key: value for key, value in self.settings.items() if not (isinstance(value, list) and len(value) > 8)}
         if shown:
-            lines += ["Settings (all of them in the JSON): " + "; ".join(f"{key} = {value}" for key, value in shown.items()) + ".", ""]
+            listed = "; ".join(f"{key} = {value}" for key, value in shown.items())
+            lines += [f"Settings (all of them in the JSON): {listed}.", ""]
         lines += [
-            "| setting | attack | AUC ± std (ours) | AUC ± std (paper) | ours, raw direction | utility loss | attack time (s) |",
+            "| setting | attack | AUC ± std (ours) | AUC ± std (paper) | ours, raw direction | utility loss "
+            "| attack time (s) |",
             "|---|---|---|---|---|---|---|",
         ]
         for row in self.rows:
             lines.append(f"| {row.setting} | {row.attack} | {_format_auc((row.auc, row.auc_std))} | {_format_auc(row.paper)} "
-                         f"| {row.raw_auc:.4f} | {row.utility_loss:.5f} | {row.seconds:.1f} |")
+                         f"| {row.raw_auc:.4f} | {row.utility_loss:.5f} | {row.seconds:.2f} |")
         lines += [
             "",
             "AUCs are means over releases, each attack in the direction it fixed from its own shadow data (never "
