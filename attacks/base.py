@@ -89,6 +89,9 @@ class Attack(ABC):
     knowledge_statement: ClassVar[str] = ""
     #: True when :meth:`score_torch` is available (scores differentiable in the releases).
     differentiable: ClassVar[bool] = False
+    #: True when scores are posterior log-odds, so sigmoid(score) is a membership probability
+    #: and its held-out cross-entropy estimates the BGP risk.
+    log_odds: ClassVar[bool] = False
 
     #: +1 if the raw statistic is used as is, -1 if it is flipped; chosen from shadow data only.
     orientation_: int = 1

@@ -27,6 +27,7 @@ class BayesianAttack(Attack):
     """Fresh cross-entropy attacker trained on shadow releases against the known defense."""
 
     requires = frozenset({"population", "simulate", "membership_prior"})
+    log_odds = True
     knowledge_statement = (
         "knows the population (one output per known individual), the membership prior and the "
         "defense as a black box it can query on datasets of its choosing (shadow releases); "

@@ -8,7 +8,8 @@ For one population, membership prior and defense:
 3. score all K individuals against every release: scores (R, K), labels b (R, K);
 4. report per attack the AUC mean and std over releases, TPR at FPR 10%/1%/0.1%, membership
    advantage, Bayes-weighted advantage, its knowledge statement, orientation (and the AUC of
-   the raw statistic's direction, as the paper reports it), wall time, and the strongest
+   the raw statistic's direction, as the paper reports it), wall time, the BGP risk (held-out
+   cross-entropy, nats per individual) of attacks that output posterior log-odds, and the strongest
    attack (a defense is only as private as the strongest attack shows).
 """
 
@@ -27,7 +28,7 @@ from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError
 from bngp.mechanism import Mechanism
-from bngp.metrics import membership_metrics
+from bngp.metrics import bgp_risk, binary_entropy, membership_metrics
 from bngp.rng import spawn_seeds, torch_generator
 from defenses.base import Defense, sample_releases
 
@@ -168,6 +169,9 @@ def evaluate_defense(
             "orientation": orientation,
             "raw_auc": metrics.auc if orientation == 1 else 1.0 - metrics.auc,
         }
+        if getattr(attack, "log_odds", False):
+            entry["bgp_risk"] = bgp_risk(1.0 / (1.0 + np.exp(-scores)), b)
+            entry["prior_entropy"] = float(np.mean(binary_entropy(prior.marginals)))
         note = getattr(attack, "orientation_note_", None)
         if note:
             entry["orientation_note"] = note

@@ -55,6 +55,7 @@ def test_train_evaluate_release_end_to_end(tiny_run, small_population_file, smal
     assert 0 <= entry["auc"] <= 1 and entry["auc_std"] >= 0
     assert set(entry["tpr_at_fpr"]) == {"0.1", "0.01", "0.001"}
     assert isinstance(payload["utility_loss"], float) and "advantage" in entry
+    assert 0 < entry["bgp_risk"] and entry["prior_entropy"] == pytest.approx(np.log(2))
     with np.load(scores) as data:
         assert data["labels"].shape == data["bayesian_scores"].shape == (3, small_population.n_individuals)
     assert out.with_suffix(".png").is_file() and out.with_suffix(".md").is_file()
