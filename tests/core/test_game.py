@@ -130,11 +130,11 @@ def test_against_unknown_or_non_differentiable_attack(small_population):
 
 
 def test_bgbp_penalty_reduces_bound_violations_and_reports_implied_epsilon(small_population, tmp_path):
-    game = _game(small_population, dp_epsilon=0.1, dp_penalty=50.0, steps=30, attacker_steps=2, eval_every=30,
-                 fresh_check_steps=20)
-    start = game.evaluate_heldout()["heldout_dp_violation"]
-    summary = game.train(tmp_path, progress=False)
-    assert summary["final"]["heldout_dp_violation"] <= start
+    settings = dict(dp_epsilon=0.1, steps=30, attacker_steps=2, eval_every=30, fresh_check_steps=20)
+    penalised = _game(small_population, dp_penalty=50.0, **settings)
+    summary = penalised.train(tmp_path / "a", progress=False)
+    unpenalised = _game(small_population, dp_penalty=0.0, **settings).train(tmp_path / "b", progress=False)
+    assert summary["final"]["heldout_dp_violation"] < unpenalised["final"]["heldout_dp_violation"]
     theta = 20 / 40
     assert summary["bgbp"]["implied_epsilon"] == pytest.approx(np.log1p(np.expm1(0.1) / theta))
     assert 0 <= summary["fresh_attacker_check"]["dp_bound_violation_rate"] <= 1
