@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import special
@@ -155,6 +155,12 @@ class _Choice:
     thresholds_examined: int
     union_bound: str
     seed: int | None
+
+    def result_fields(self) -> dict:
+        """The fields every many-run result records about the chosen threshold."""
+        fields = asdict(self)
+        del fields["value"]
+        return fields
 
 
 def _sweep(scores: np.ndarray, members: np.ndarray, beta: float, objective: Objective) -> _Choice:
@@ -378,20 +384,9 @@ def many_run_audit(
         method="many-run clopper-pearson",
         confidence=float(confidence),
         delta=delta,
-        thresholds_examined=choice.thresholds_examined,
-        union_bound=choice.union_bound,
         epsilon_lb=max(choice.value, 0.0),
         strategy=strategy,
-        threshold=choice.threshold,
-        false_positives=choice.false_positives,
-        false_negatives=choice.false_negatives,
-        n_nonmembers=choice.n_nonmembers,
-        n_members=choice.n_members,
-        alpha_upper=choice.alpha_upper,
-        beta_upper=choice.beta_upper,
-        error_fpr=choice.error_fpr,
-        error_fnr=choice.error_fnr,
-        seed=choice.seed,
+        **choice.result_fields(),
     )
 
 
@@ -431,20 +426,9 @@ def gdp_audit(
         method="many-run gdp",
         confidence=float(confidence),
         delta=delta,
-        thresholds_examined=choice.thresholds_examined,
-        union_bound=choice.union_bound,
         epsilon_lb=gdp_epsilon(mu_lb, delta),
         strategy=strategy,
-        threshold=choice.threshold,
-        false_positives=choice.false_positives,
-        false_negatives=choice.false_negatives,
-        n_nonmembers=choice.n_nonmembers,
-        n_members=choice.n_members,
-        alpha_upper=choice.alpha_upper,
-        beta_upper=choice.beta_upper,
-        error_fpr=choice.error_fpr,
-        error_fnr=choice.error_fnr,
-        seed=choice.seed,
+        **choice.result_fields(),
         mu_lb=mu_lb,
         epsilon_assumption="the mechanism is mu-GDP (Gaussian trade-off); eps converted from mu_lb at delta",
     )
