@@ -633,7 +633,7 @@ class Game:
                 message = (
                     f"a fresh attacker reaches AUC {check['auc']:.3f} against the trained defender, "
                     f"{gap:.3f} above the in-game attacker: the defender fools its own attacker only; "
-                    "train with more attacker steps per defender step"
+                    "train with more attacker steps per defender step or more frequent attacker refits"
                 )
                 summary["fresh_attacker_check"]["warning"] = message
                 warnings.warn(message, stacklevel=2)
