@@ -18,7 +18,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from bngp.players import Attacker, AttackerSpec
-from bngp.ridge import fit_ridge
+from bngp.ridge import affine_calibration, fit_ridge
 
 __all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler"]
 
@@ -64,7 +64,8 @@ def train_attacker(
 
     With ``spec.init == "shadow-ridge"`` (default) the linear head is first set to a ridge
     regression of memberships on ``shadow_releases`` releases drawn from ``sample`` (the linear
-    least-squares approximation of the posterior mean, default max(500, 2K) releases); with
+    least-squares approximation of the posterior mean, default max(500, 2K) releases), or to
+    the recalibrated inversion of the known ``population`` when that validates better; with
     "reconstruction" to the ridge inversion of the known ``population``
     (see :class:`bngp.players.Attacker`).  Every ``validate_every`` steps the cross-entropy on
     ``validation_draws`` held-out simulated draws is measured and the best state (the
@@ -75,14 +76,16 @@ def train_attacker(
     attacker = Attacker(spec)
     if spec.init == "reconstruction":
         attacker.initialise_from_population(population, n_members, theta)
-    elif spec.init == "shadow-ridge":
+    validation_x, validation_b = sample(config.validation_draws)
+    loss_fn = nn.BCEWithLogitsLoss()
+    if spec.init == "shadow-ridge":
         n_shadow = config.shadow_releases or max(500, 2 * spec.n_individuals)
         x, b = sample(n_shadow)
         attacker.initialise_from_ridge(fit_ridge(x, b), theta)
+        if population is not None and population.shape[1] == spec.n_outputs:
+            _prefer_reconstruction(attacker, spec, population, n_members, theta, x, b, validation_x, validation_b, loss_fn)
     optimiser = torch.optim.Adam(attacker.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.lr_decay)
-    loss_fn = nn.BCEWithLogitsLoss()
-    validation_x, validation_b = sample(config.validation_draws)
     best = _validation_loss(attacker, validation_x, validation_b, loss_fn), copy.deepcopy(attacker.state_dict())
     attacker.train()
     for step in tqdm(range(config.steps), desc=description, disable=not progress, leave=False):
@@ -101,6 +104,36 @@ def train_attacker(
     attacker.load_state_dict(best[1])
     attacker.eval()
     return attacker
+
+
+@torch.no_grad()
+def _prefer_reconstruction(
+    attacker: Attacker,
+    spec: AttackerSpec,
+    population: np.ndarray,
+    n_members: float,
+    theta: np.ndarray,
+    x: torch.Tensor,
+    b: torch.Tensor,
+    validation_x: torch.Tensor,
+    validation_b: torch.Tensor,
+    loss_fn: nn.Module,
+) -> None:
+    """Use the population inversion head instead of the shadow ridge head when it validates better.
+
+    With |Q| much larger than the number of shadow releases the ridge regression cannot learn
+    the full inversion that the known population gives directly (Dinur & Nissim 2003); the
+    inversion head is first recalibrated (a * logit + c fitted on the shadow releases), then the
+    two are compared by cross-entropy on held-out simulated draws.
+    """
+    candidate = Attacker(spec)
+    candidate.initialise_from_population(population, n_members, theta)
+    candidate.eval()
+    candidate.scale_head(*affine_calibration(candidate(x), b))
+    if _validation_loss(candidate, validation_x, validation_b, loss_fn) < _validation_loss(
+        attacker, validation_x, validation_b, loss_fn
+    ):
+        attacker.load_state_dict(candidate.state_dict())
 
 
 @torch.no_grad()

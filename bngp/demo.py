@@ -37,7 +37,7 @@ class DemoConfig:
     snvs: int = 500
     members: int = 50
     kappas: tuple[float, ...] = (0.0, 50.0)
-    steps: int = 300
+    steps: int = 1000
     releases: int = 30
     seed: int = 0
 

@@ -48,7 +48,7 @@ from bngp.io_utils import atomic_write, write_json
 from bngp.mechanism import ComposedMechanism, SummaryStatistics
 from bngp.metrics import auc, binary_entropy
 from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec
-from bngp.ridge import fit_ridge
+from bngp.ridge import affine_calibration, fit_ridge
 
 __all__ = ["GameConfig", "Game", "OBJECTIVES", "CHECKPOINT_FILE", "CONFIG_FILE", "SUMMARY_FILE"]
 
@@ -188,20 +188,6 @@ class GameConfig:
         return data
 
 
-def _affine_calibration(logits: torch.Tensor, b: torch.Tensor, iterations: int = 8) -> tuple[float, float]:
-    """(a, c) minimising the mean cross-entropy of sigmoid(a * logits + c) against b (Newton)."""
-    z = logits.reshape(-1).double()
-    y = b.reshape(-1).double()
-    features = torch.stack([z, torch.ones_like(z)], dim=1)
-    params = torch.tensor([1.0, 0.0], dtype=torch.float64)
-    for _ in range(iterations):
-        p = torch.sigmoid(features @ params)
-        gradient = features.T @ (p - y) / z.numel()
-        hessian = (features * (p * (1 - p))[:, None]).T @ features / z.numel() + 1e-6 * torch.eye(2, dtype=torch.float64)
-        params = params - torch.linalg.solve(hessian, gradient)
-    return float(params[0]), float(params[1])
-
-
 @dataclass
 class _History:
     rows: list[dict] = field(default_factory=list)
@@ -324,7 +310,7 @@ class Game:
         with its informative part, so the clamp at the prior does not silence the gradient.
         """
         if self.config.recalibrate:
-            scale, shift = _affine_calibration(logits.detach(), b)
+            scale, shift = affine_calibration(logits.detach(), b)
             logits = scale * logits + shift
         mode = self.config.leakage
         cross_entropy = self.bce(logits, b)

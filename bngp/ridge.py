@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["RidgeFit", "fit_ridge", "DEFAULT_RIDGE_GRID"]
+__all__ = ["RidgeFit", "fit_ridge", "affine_calibration", "DEFAULT_RIDGE_GRID"]
 
 DEFAULT_RIDGE_GRID = tuple(10.0 ** np.arange(-6.0, 2.5, 0.5))
 
@@ -57,3 +57,17 @@ def fit_ridge(releases: torch.Tensor, memberships: torch.Tensor, grid: tuple[flo
     penalty = ridge * squared.mean()
     weights = right_t.T @ ((singular / (squared + penalty))[:, None] * projected)
     return RidgeFit(release_mean, membership_mean, weights, ridge)
+
+
+def affine_calibration(logits: torch.Tensor, b: torch.Tensor, iterations: int = 8) -> tuple[float, float]:
+    """(a, c) minimising the mean cross-entropy of sigmoid(a * logits + c) against b (Newton)."""
+    z = logits.reshape(-1).double()
+    y = b.reshape(-1).double()
+    features = torch.stack([z, torch.ones_like(z)], dim=1)
+    params = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    for _ in range(iterations):
+        p = torch.sigmoid(features @ params)
+        gradient = features.T @ (p - y) / z.numel()
+        hessian = (features * (p * (1 - p))[:, None]).T @ features / z.numel() + 1e-6 * torch.eye(2, dtype=torch.float64)
+        params = params - torch.linalg.solve(hessian, gradient)
+    return float(params[0]), float(params[1])
