@@ -20,8 +20,8 @@ from bngp.data.npz import save_population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.evaluate import evaluate_defense
 from bngp.game import Game, GameConfig
-from bngp.io_utils import write_json
-from bngp.report import evaluation_markdown, plot_roc, write_markdown
+from bngp.io_utils import write_json, write_text
+from bngp.report import evaluation_markdown, plot_roc
 from defenses.base import NoDefense
 from defenses.trained import load_run_defense
 
@@ -86,7 +86,7 @@ def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: b
         "![ROC of the strongest attack per defense](roc.png)",
         "",
     ]
-    write_markdown(out_dir / "report.md", "\n".join(header) + "\n".join(sections))
+    write_text(out_dir / "report.md", "\n".join(header) + "\n".join(sections))
     write_json(out_dir / "summary.json", summary)
     log(f"wrote {out_dir / 'report.md'} ({summary['seconds']:.0f} s)")
     return summary

@@ -631,8 +631,3 @@ class Game:
             )
         write_json(run_dir / SUMMARY_FILE, summary)
         return summary
-
-    def with_steps(self, steps: int) -> "Game":
-        """Return ``self`` with the step target changed (used to extend a resumed run)."""
-        self.config = replace(self.config, steps=steps)
-        return self

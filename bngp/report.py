@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bngp.io_utils import atomic_write, write_text
+from bngp.io_utils import atomic_write
 from bngp.metrics import roc_curve
 
-__all__ = ["plot_roc", "evaluation_markdown", "write_markdown"]
+__all__ = ["plot_roc", "evaluation_markdown"]
 
 
 def plot_roc(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: str | Path, title: str = "Membership inference ROC") -> Path:
@@ -60,8 +60,3 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
     lines += ["", "Attack knowledge:"]
     lines += [f"- `{name}`: {entry['knowledge']}" for name, entry in payload["attacks"].items()]
     return "\n".join(lines) + "\n"
-
-
-def write_markdown(path: str | Path, text: str) -> Path:
-    """Write a Markdown report atomically."""
-    return write_text(path, text)

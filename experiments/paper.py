@@ -49,8 +49,7 @@ from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.evaluate import attack_knowledge, evaluate_defense
 from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConfig
-from bngp.io_utils import atomic_write, write_json
-from bngp.report import write_markdown
+from bngp.io_utils import atomic_write, write_json, write_text
 from defenses import Defense, DefenseContext, load_run_defense, parse_defense_spec
 
 __all__ = [
@@ -393,7 +392,7 @@ class Experiment:
             "outputs": {kind: str(path) for kind, path in paths.items()},
         }
         write_json(paths["json"], payload)
-        write_markdown(paths["md"], self.markdown(wall))
+        write_text(paths["md"], self.markdown(wall))
         self.plot(paths["png"])
         self.log(f"wrote {paths['json']}, {paths['md']}, {paths['png']} ({wall:.1f} s in all)")
         return paths

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
@@ -13,7 +12,7 @@ from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
 from bngp.validation import check_readable_file
 
-__all__ = ["add_population_args", "load_population_and_prior", "load_kappa_file", "ensure_new_output"]
+__all__ = ["add_population_args", "load_population_and_prior", "load_kappa_file"]
 
 
 def add_population_args(parser: argparse.ArgumentParser, *, members: bool = True) -> None:
@@ -46,10 +45,3 @@ def load_kappa_file(path: str, n_attributes: int) -> np.ndarray:
     if np.any(values < 0):
         raise InputError(f"`kappa` must be >= 0, found {values[values < 0][0]:g}.")
     return values
-
-
-def ensure_new_output(path: str | Path) -> Path:
-    """Return ``path`` as a Path, creating its parent directory."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path

@@ -11,8 +11,8 @@ import numpy as np
 from attacks.registry import parse_attack_names
 from bngp.cli.common import add_population_args, load_population_and_prior
 from bngp.evaluate import evaluate_defense
-from bngp.io_utils import atomic_write, write_json
-from bngp.report import evaluation_markdown, plot_roc, write_markdown
+from bngp.io_utils import atomic_write, write_json, write_text
+from bngp.report import evaluation_markdown, plot_roc
 from defenses.registry import DefenseContext, parse_defense_spec
 
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         with atomic_write(args.scores_out) as handle:
             np.savez_compressed(handle, labels=result.labels,
                                 **{f"{name}_scores": scores for name, scores in result.scores.items()})
-    write_markdown(out.with_suffix(".md"), evaluation_markdown(payload, title=f"Evaluation of `{args.defense}`"))
+    write_text(out.with_suffix(".md"), evaluation_markdown(payload, title=f"Evaluation of `{args.defense}`"))
     write_json(out, payload)
     summary = {name: round(entry["auc"], 4) for name, entry in payload["attacks"].items()}
     print(json.dumps({"defense": args.defense, "utility_loss": round(payload["utility_loss"], 6), "auc": summary,

@@ -99,15 +99,3 @@ class Population:
         if missing:
             raise DataFormatError(f"unknown individual id {missing[0]!r} (not in the population).")
         return np.array([lookup[name] for name in ids], dtype=np.int64)
-
-    def select_attributes(self, columns: np.ndarray) -> "Population":
-        """Return a population restricted to the given attribute columns."""
-        columns = np.asarray(columns)
-        return Population(
-            genotypes=self.genotypes[:, columns],
-            reference=self.reference[:, columns],
-            ids=self.ids,
-            reference_ids=self.reference_ids,
-            attribute_names=self.attribute_names[columns],
-            metadata=self.metadata,
-        )
