@@ -51,7 +51,7 @@ from attacks.statistics import (
     weighted_score_torch,
 )
 from bngp.errors import InputError
-from bngp.ridge import DEFAULT_RIDGE_GRID, fit_ridge
+from bngp.ridge import DEFAULT_RIDGE_GRID, default_shadow_releases, fit_ridge
 from bngp.rng import spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
 
@@ -287,7 +287,8 @@ class LinearAttack(TorchAttack):
 
     Args:
         n_shadow_releases: releases simulated against the defense for fitting (default
-            max(500, 2K), so that the releases span the K-dimensional signal).
+            :func:`bngp.ridge.default_shadow_releases`: at least 2|Q|, so that the |Q|-input map
+            is identified).
         ridge_grid: candidate relative ridge penalties.
         n_calibration_releases: held-out simulated releases for direction and threshold.
         alpha: target false-positive rate of the threshold on the held-out releases.
@@ -322,7 +323,7 @@ class LinearAttack(TorchAttack):
         self.n_attributes_ = population.shape[1]
         self.population_index_ = PopulationIndex(population)
         train_seed, calibration_seed = spawn_seeds(seed, 2)
-        n_shadow = max(500, 2 * population.shape[0]) if self.n_shadow_releases is None else self.n_shadow_releases
+        n_shadow = default_shadow_releases(*population.shape) if self.n_shadow_releases is None else self.n_shadow_releases
         shadow = simulated_shadow(knowledge, n_shadow, train_seed)
         fit = fit_ridge(torch.from_numpy(shadow.releases), torch.from_numpy(shadow.labels), tuple(self.ridge_grid))
         self.release_mean_, self.membership_mean_, self.weights_ = fit.release_mean, fit.membership_mean, fit.weights

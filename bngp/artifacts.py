@@ -80,6 +80,7 @@ def load_defender(path: str | Path) -> DefenderArtifact:
         noise_dim=int(spec_data["noise_dim"]),
         widths=tuple(int(w) for w in spec_data["widths"]),
         skip=bool(spec_data.get("skip", False)),
+        shrink=bool(spec_data.get("shrink", False)),
     )
     defender = Defender(spec)
     try:

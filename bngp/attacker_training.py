@@ -18,7 +18,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from bngp.players import Attacker, AttackerSpec
-from bngp.ridge import affine_calibration, fit_ridge
+from bngp.ridge import affine_calibration, default_shadow_releases, fit_ridge
 
 __all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler"]
 
@@ -64,7 +64,8 @@ def train_attacker(
 
     With ``spec.init == "shadow-ridge"`` (default) the linear head is first set to a ridge
     regression of memberships on ``shadow_releases`` releases drawn from ``sample`` (the linear
-    least-squares approximation of the posterior mean, default max(500, 2K) releases), or to
+    least-squares approximation of the posterior mean, default
+    :func:`bngp.ridge.default_shadow_releases`), or to
     the recalibrated inversion of the known ``population`` when that validates better; with
     "reconstruction" to the ridge inversion of the known ``population``
     (see :class:`bngp.players.Attacker`).  Every ``validate_every`` steps the cross-entropy on
@@ -79,7 +80,7 @@ def train_attacker(
     validation_x, validation_b = sample(config.validation_draws)
     loss_fn = nn.BCEWithLogitsLoss()
     if spec.init == "shadow-ridge":
-        n_shadow = config.shadow_releases or max(500, 2 * spec.n_individuals)
+        n_shadow = config.shadow_releases or default_shadow_releases(spec.n_individuals, spec.n_outputs)
         x, b = sample(n_shadow)
         attacker.initialise_from_ridge(fit_ridge(x, b), theta)
         if population is not None and population.shape[1] == spec.n_outputs:

@@ -48,7 +48,7 @@ from bngp.io_utils import atomic_write, write_json
 from bngp.mechanism import ComposedMechanism, SummaryStatistics
 from bngp.metrics import auc, binary_entropy
 from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec
-from bngp.ridge import affine_calibration, fit_ridge
+from bngp.ridge import affine_calibration, default_shadow_releases, fit_ridge
 
 __all__ = ["GameConfig", "Game", "OBJECTIVES", "CHECKPOINT_FILE", "CONFIG_FILE", "SUMMARY_FILE"]
 
@@ -77,8 +77,14 @@ class GameConfig:
         attacker_init: "reconstruction" (population-informed head) or "paper".
         defender_skip: add a zero-initialised linear skip b -> pre-sigmoid output to G, which
             lets G represent the cancellation of the statistic it perturbs (f(D) is linear in
-            b).  Measured at K = 200, |Q| = 1000, kappa = 0, 1200 steps: a fresh attacker's
-            AUC 0.51 with the skip, 0.60 without.
+            b).  Measured at K = 200, |Q| = 1000, kappa = 0, 1200 steps, without shrinkage: a
+            fresh attacker's AUC 0.51 with the skip, 0.60 without.  Off by default: the
+            shrinkage does that cancellation in |Q| parameters, and the K x |Q| skip then only
+            adds b-dependent outputs (kappa = 1.5: utility loss 0.062-0.066 with the skip,
+            0.024-0.033 without, at no better fresh-attacker AUC).
+        defender_shrink: give G a learned per-attribute shrinkage alpha of the release towards
+            the prior-mean statistic f(theta) (:class:`bngp.players.Defender`), trained with
+            its own step size ``shrink_lr``, starting from ``shrink_init`` on every attribute.
         against: "bayesian" (the network attacker drives the defender: the BNGP game) or the
             name of a differentiable attack (e.g. "lrt", "adaptive-lrt", "score") for a
             best-response defender (App. M, :mod:`defenses.best_response`); the network
@@ -94,11 +100,17 @@ class GameConfig:
             a constant).
         attacker_refit_every: every this many defender steps the in-game attacker's linear head
             is refitted in closed form (ridge regression of b on ``refit_releases`` releases of
-            the current defender, default max(500, 2K)), its MLP's last layer reset, and their
-            optimiser state cleared: the attacker is then at least the best linear attacker
+            the current defender, default :func:`bngp.ridge.default_shadow_releases`) and its
+            MLP's last layer reset: the attacker is then at least the best linear attacker
             against the *current* defender, so the defender cannot gain by fooling a stale
             attacker (0 = never).  Measured at K = 200, |Q| = 1000, kappa = 0: without refits a
             fresh attacker reached AUC 0.67 against a defender whose own attacker saw 0.54.
+        train_refitted_head: also train the refitted head by Adam between refits (default: no,
+            only the MLP trains).  Adam's first steps move every weight by about the step size
+            and wreck the fine ridge solution (e.g. the inverse of a signal shrunk to 5%): at
+            K = 200, |Q| = 1000, kappa = 1.5 the in-game attacker then read AUC 0.50-0.54 while a
+            fresh attacker reached 0.97 (seed 0); with the head frozen between refits, 0.61
+            (seed 0; seed 1 still 0.98: the game stays seed-sensitive, trust the fresh check).
         eval_every: steps between held-out evaluations (TensorBoard, collapse check).
         eval_batch: draws in the held-out evaluation batch.
         checkpoint_every: steps between checkpoints.
@@ -122,7 +134,10 @@ class GameConfig:
     lr_decay: float = 0.988
     decay_every: int = 50
     attacker_init: str = "reconstruction"
-    defender_skip: bool = True
+    defender_skip: bool = False
+    defender_shrink: bool = True
+    shrink_lr: float = 1e-2
+    shrink_init: float = 0.0
     against: str = "bayesian"
     dp_epsilon: float | None = None
     dp_penalty: float = 10.0
@@ -130,6 +145,7 @@ class GameConfig:
     recalibrate: bool = True
     leakage: str = "clamped"
     attacker_refit_every: int = 25
+    train_refitted_head: bool = False
     refit_releases: int | None = None
     eval_every: int = 50
     eval_batch: int = 256
@@ -167,6 +183,8 @@ class GameConfig:
 
             if self.against not in available_attacks():
                 raise InputError(f"`against` must be 'bayesian' or an attack name, got {self.against!r}.")
+        if not (math.isfinite(self.shrink_lr) and self.shrink_lr > 0):
+            raise InputError(f"`shrink_lr` must be a finite number > 0, got {self.shrink_lr}.")
         if not self.dp_penalty >= 0:
             raise InputError(f"`dp_penalty` must be >= 0, got {self.dp_penalty}.")
         if any(not (math.isfinite(s) and s > 0) for s in self.fixed_gaussian_sigmas):
@@ -223,11 +241,17 @@ class Game:
         self.n_members = float(np.sum(self.theta))
         torch.manual_seed(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
-        self.defender = Defender(DefenderSpec(population.n_individuals, n_out, config.noise_dim, skip=config.defender_skip))
+        self.defender = Defender(
+            DefenderSpec(population.n_individuals, n_out, config.noise_dim, skip=config.defender_skip, shrink=config.defender_shrink)
+        )
+        if config.defender_shrink:
+            self.defender.set_shrink_target(statistic.statistic(torch.as_tensor(self.theta, dtype=torch.float32)[None])[0])
+            with torch.no_grad():
+                self.defender.shrink_weight.fill_(config.shrink_init)
         self.attacker_spec = AttackerSpec(self.mechanism.n_outputs, population.n_individuals, init=config.attacker_init)
         self.attacker = self._new_attacker()
-        self.opt_d = torch.optim.Adam(self.defender.parameters(), lr=config.defender_lr, weight_decay=config.weight_decay, fused=True)
-        self.opt_a = torch.optim.Adam(self.attacker.parameters(), lr=config.attacker_lr, weight_decay=config.weight_decay, fused=True)
+        self.opt_d = torch.optim.Adam(self._defender_param_groups(), lr=config.defender_lr, weight_decay=config.weight_decay, fused=True)
+        self.opt_a = torch.optim.Adam(self._attacker_trained_parameters(), lr=config.attacker_lr, weight_decay=config.weight_decay, fused=True)
         self.sched_d = torch.optim.lr_scheduler.ExponentialLR(self.opt_d, gamma=config.lr_decay)
         self.sched_a = torch.optim.lr_scheduler.ExponentialLR(self.opt_a, gamma=config.lr_decay)
         self.multiplier = 0.0
@@ -238,9 +262,27 @@ class Game:
         self.dp_bounds = self._dp_bounds() if config.dp_epsilon is not None else None
         eval_generator = torch.Generator().manual_seed(config.seed + 1)
         self._eval_b = prior.sample_torch(config.eval_batch, eval_generator)
-        self._eval_r = torch.rand((config.eval_batch, config.noise_dim), generator=eval_generator)
+        self._eval_r = self.defender.sample_r(config.eval_batch, eval_generator)
 
     # -- building blocks -------------------------------------------------------------------
+    def _attacker_trained_parameters(self) -> list[nn.Parameter]:
+        """The attacker parameters Adam trains: all of them, except the linear head when it is
+        refitted in closed form (``attacker_refit_every`` > 0 and not ``train_refitted_head``)."""
+        head = self.attacker.head
+        if head is None or not self.config.attacker_refit_every or self.config.train_refitted_head:
+            return list(self.attacker.parameters())
+        frozen = {id(p) for p in head.parameters()}
+        return [p for p in self.attacker.parameters() if id(p) not in frozen]
+
+    def _defender_param_groups(self) -> list[dict]:
+        """G's network weights at ``defender_lr``; the shrinkage alpha at ``shrink_lr``, no decay."""
+        shrink = self.defender.shrink_weight
+        network = [p for p in self.defender.parameters() if p is not shrink]
+        groups = [{"params": network}]
+        if shrink is not None:
+            groups.append({"params": [shrink], "lr": self.config.shrink_lr, "weight_decay": 0.0})
+        return groups
+
     def _new_attacker(self) -> Attacker:
         attacker = Attacker(self.attacker_spec)
         if self.attacker_spec.init == "reconstruction":
@@ -279,20 +321,20 @@ class Game:
 
     def _draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         b = self.prior.sample_torch(n, self.generator)
-        r = torch.rand((n, self.config.noise_dim), generator=self.generator)
+        r = self.defender.sample_r(n, self.generator)
         return b, r
 
-    def _noise(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """The full noise vector: fixed Gaussian blocks (if any), then G(b, r)."""
-        xi = self.defender(b, r)
+    def _noise(self, b: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The full noise vector: fixed Gaussian blocks (if any), then G(b, r) for f(D) = ``x_hat``."""
+        xi = self.defender(b, r, x_hat[:, self.learned_slice])
         if not self.config.fixed_gaussian_sigmas:
             return xi
         fixed = [sigma * torch.randn(xi.shape, generator=generator) for sigma in self.config.fixed_gaussian_sigmas]
         return torch.cat(fixed + [xi], dim=1)
 
     def _release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        xi = self._noise(b, r, generator or self.generator)
         x_hat = self.mechanism.statistic(b)
+        xi = self._noise(b, r, x_hat, generator or self.generator)
         return self.mechanism.release(b, xi), x_hat
 
     def _utility(self, x: torch.Tensor, x_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -340,7 +382,7 @@ class Game:
         """Refit the in-game attacker's head by ridge on releases of the current defender."""
         if self.attacker.head is None:
             return
-        n = self.config.refit_releases or max(500, 2 * self.population.n_individuals)
+        n = self.config.refit_releases or default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         b, r = self._draw(n)
         self.defender.eval()
         x, _ = self._release(b, r)
@@ -381,6 +423,7 @@ class Game:
         self.opt_a.zero_grad(set_to_none=True)
         defender_loss.backward()
         self.opt_d.step()
+        self.defender.project_()
         self._update_multiplier(leakage.item(), plain.item())
         self.step += 1
         if self.step % self.config.decay_every == 0:
@@ -411,6 +454,9 @@ class Game:
         self.defender.train()
         self.attacker.train()
         extra = {} if self.dp_bounds is None else {"heldout_dp_violation": float(self._dp_violation(probabilities))}
+        alpha = self.defender.shrinkage()
+        if alpha is not None:
+            extra["shrinkage_mean"] = float(alpha.mean())
         if self.opponent is not None:
             extra["heldout_opponent_tpr"] = float(self.opponent(self._eval_b, x))
         return {
@@ -574,8 +620,8 @@ class Game:
         def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
             defender.eval()
             b = self.prior.sample_torch(n, generator)
-            r = torch.rand((n, self.config.noise_dim), generator=generator)
-            return self.mechanism.release(b, self._noise(b, r, generator)), b
+            r = self.defender.sample_r(n, generator)
+            return self._release(b, r, generator)[0], b
 
         return sample
 

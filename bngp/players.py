@@ -2,6 +2,15 @@
 
 - :class:`Defender` G(b, r) -> xi in [-0.5, 0.5]^|Q|: input the membership vector b (K) and
   auxiliary randomness r ~ U[0, 1]^q; output through a scaled sigmoid sigmoid(z) - 0.5.
+  Optionally (``shrink``) plus a learned per-attribute shrinkage of the release towards the
+  prior-mean statistic t = f(theta): xi += alpha * (t - f(D)), so that
+  x = (1 - alpha) f(D) + alpha t + noise, alpha in [0, 1]^|Q| (projected after each optimiser
+  step; alpha_j > 1 would flip attribute j's signal, fooling a stale attacker while hiding
+  nothing).  With alpha_j = 1 attribute j no longer depends on
+  who is in D (the attacker knows the population and the prior, so t carries no membership
+  signal), at a utility cost |t_j - f_j(D)|; the defender learns per attribute whether that
+  cost beats adding noise (not in the paper, whose G must learn the same cancellation
+  through its hidden layers).
   Layers (App. L.8, Table 1a, K = 800, q = 30, |Q| = 5000): Linear(830, 1500)-BN-ReLU,
   Linear(1500, 1100)-BN-LeakyReLU, Linear(1100, 500), Linear(500, 5000).  Widths scale with
   K + q and |Q| (:func:`defender_widths`).
@@ -54,8 +63,16 @@ def defender_widths(n_individuals: int, noise_dim: int, n_outputs: int) -> tuple
 
 
 def attacker_widths(n_outputs: int) -> tuple[int, int]:
-    """Hidden widths of H scaled from App. L.8 Table 2a (5000 -> 3400 -> 2000 -> 800)."""
-    return max(32, math.ceil(n_outputs * 3400 / 5000)), max(32, math.ceil(n_outputs * 2000 / 5000))
+    """Hidden widths of H scaled from App. L.8 Table 2a (5000 -> 3400 -> 2000 -> 800), capped at
+    the paper's 3400 and 2000.
+
+    The cap keeps wider releases (compositions of several mechanisms, App. L.6: 5 x 5000
+    outputs; whole-chromosome panels) trainable on a CPU: uncapped, a 25,000-output release
+    would need a 600M-parameter attacker.  The population-informed linear head sees every
+    output whatever the widths, so the attacker stays at least the linear attack.
+    """
+    return (max(32, min(3400, math.ceil(n_outputs * 3400 / 5000))),
+            max(32, min(2000, math.ceil(n_outputs * 2000 / 5000))))
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,7 @@ class DefenderSpec:
     noise_dim: int = 30
     widths: tuple[int, int, int] | None = None
     skip: bool = False
+    shrink: bool = False
 
     def resolved_widths(self) -> tuple[int, int, int]:
         return self.widths or defender_widths(self.n_individuals, self.noise_dim, self.n_outputs)
@@ -125,13 +143,46 @@ class Defender(nn.Module):
         self.skip = nn.Linear(spec.n_individuals, spec.n_outputs, bias=False) if spec.skip else None
         if self.skip is not None:
             nn.init.zeros_(self.skip.weight)
+        if spec.shrink:
+            self.shrink_weight = nn.Parameter(torch.zeros(spec.n_outputs))
+            self.register_buffer("shrink_target", torch.zeros(spec.n_outputs))
+        else:
+            self.shrink_weight = None
 
-    def forward(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """xi = sigmoid(net([b, r]) (+ S b with the linear skip)) - 0.5."""
+    def set_shrink_target(self, target: np.ndarray | torch.Tensor) -> None:
+        """Set t, the statistic the release is shrunk towards (the prior-mean statistic f(theta))."""
+        if self.shrink_weight is None:
+            raise InputError("this defender has no shrinkage (DefenderSpec.shrink=False).")
+        target = torch.as_tensor(np.asarray(target), dtype=torch.float32).reshape(-1)
+        if target.numel() != self.spec.n_outputs:
+            raise InputError(f"the shrinkage target must have {self.spec.n_outputs} entries, got {target.numel()}.")
+        self.shrink_target.copy_(target)
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        """Project alpha onto [0, 1] (after each optimiser step): alpha_j > 1 would flip the sign
+        of attribute j's membership signal, which fools a stale attacker without hiding anything."""
+        if self.shrink_weight is not None:
+            self.shrink_weight.clamp_(0.0, 1.0)
+
+    def shrinkage(self) -> torch.Tensor | None:
+        """alpha, the learned per-attribute shrinkage towards t (None without shrinkage)."""
+        return None if self.shrink_weight is None else self.shrink_weight.detach().clone()
+
+    def forward(self, b: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor | None = None) -> torch.Tensor:
+        """xi = sigmoid(net([b, r]) (+ S b with the linear skip)) - 0.5 (+ alpha * (t - x_hat)).
+
+        ``x_hat`` = f(D), the statistic being perturbed, is required with shrinkage.
+        """
         z = self.net(torch.cat([b, r], dim=1))
         if self.skip is not None:
             z = z + self.skip(b)
-        return torch.sigmoid(z) - 0.5
+        xi = torch.sigmoid(z) - 0.5
+        if self.shrink_weight is None:
+            return xi
+        if x_hat is None or x_hat.shape != xi.shape:
+            raise InputError(f"a shrinking defender needs x_hat = f(D) of shape {tuple(xi.shape)}.")
+        return xi + self.shrink_weight * (self.shrink_target - x_hat)
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """r ~ U[0, 1]^q for a batch of n."""

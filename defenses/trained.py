@@ -46,7 +46,7 @@ class TrainedDefense(Defense):
         defender = self.artifact.defender
         defender.eval()
         r = defender.sample_r(b.shape[0], generator)
-        xi = defender(b, r)
+        xi = defender(b, r, x_hat[:, x_hat.shape[1] - defender.spec.n_outputs:])
         fixed = [sigma * torch.randn(xi.shape, generator=generator) for sigma in self.fixed_sigmas]
         return torch.cat(fixed + [xi], dim=1) if fixed else xi
 

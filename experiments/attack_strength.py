@@ -7,7 +7,7 @@ scale (K 800, N 400, |Q| 5000) the question is whether least-squares reconstruct
 known population beats the default Bayesian attacker (1500 training steps).  The paper
 reports no numbers for this comparison.
 
-Usage: python experiments/attack_strength.py --scale small|paper [--out DIR] [--seed S] [--threads T]
+Usage: python experiments/attack_strength.py --scale small|paper [--steps S] [--out DIR] [--seed S] [--threads T]
 """
 
 from __future__ import annotations

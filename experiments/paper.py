@@ -30,7 +30,7 @@ import math
 import platform
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -170,21 +170,46 @@ def environment() -> dict[str, Any]:
     }
 
 
-def parse_args(doc: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The runners' common command line: ``--scale``, ``--out``, ``--seed``, ``--threads``."""
+def parse_args(
+    doc: str, argv: Sequence[str] | None = None, configure: Callable[[argparse.ArgumentParser], None] | None = None
+) -> argparse.Namespace:
+    """The runners' common command line: ``--scale``, ``--out``, ``--seed``, ``--threads``,
+    ``--steps`` (override the scale's training steps); ``configure`` adds a runner's own options."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--scale", choices=list(SCALES), default="small", help="problem size (default: small)")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default: experiments/results/<table>)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the population, trainings and evaluations")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    parser.add_argument("--steps", type=int, default=None, help="defender training steps (default: the scale's)")
+    parser.add_argument("--attacker-steps", type=int, default=None,
+                        help="training steps of the evaluation's and the fresh-check's Bayesian attackers (default: the scale's)")
+    parser.add_argument("--releases", type=int, default=None, help="evaluation releases (default: the scale's)")
+    if configure is not None:
+        configure(parser)
     args = parser.parse_args(argv)
     if args.seed < 0:
         parser.error(f"`--seed` must be >= 0, got {args.seed}.")
+    for name in ("steps", "attacker_steps", "releases"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"`--{name.replace('_', '-')}` must be >= 1, got {value}.")
     if args.threads is not None:
         if args.threads < 1:
             parser.error(f"`--threads` must be >= 1, got {args.threads}.")
         torch.set_num_threads(args.threads)
     return args
+
+
+def _override(scale: Scale, args: argparse.Namespace) -> Scale:
+    """``scale`` with the budgets given on the command line (--steps, --attacker-steps, --releases)."""
+    changes: dict[str, int] = {}
+    if getattr(args, "steps", None) is not None:
+        changes["steps"] = args.steps
+    if getattr(args, "attacker_steps", None) is not None:
+        changes.update(attacker_eval_steps=args.attacker_steps, fresh_check_steps=args.attacker_steps)
+    if getattr(args, "releases", None) is not None:
+        changes["releases"] = args.releases
+    return replace(scale, **changes)
 
 
 def _config_record(config: GameConfig) -> dict[str, Any]:
@@ -234,7 +259,7 @@ class Experiment:
         title, _, body = doc.strip().split("\nUsage")[0].partition("\n")
         self.title = title.strip()
         self.description = body.strip()
-        self.scale = SCALES[args.scale]
+        self.scale = _override(SCALES[args.scale], args)
         self.seed = int(args.seed)
         self.out = Path(args.out) if args.out is not None else RESULTS_DIR / table
         self.stem = f"{self.scale.name}_seed{self.seed}"

@@ -7,7 +7,7 @@ frozen defender is then attacked by a fresh Bayesian attacker trained on shadow 
 reconstruction from the known population, the strongest analytic attack (issue 6), which the
 paper does not evaluate.  Utility loss = mean |x - f(D)|.
 
-Usage: python experiments/table3_kappa.py --scale small|paper [--out DIR] [--seed S] [--threads T]
+Usage: python experiments/table3_kappa.py --scale small|paper [--steps S] [--out DIR] [--seed S] [--threads T]
 """
 
 from __future__ import annotations

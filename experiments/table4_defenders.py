@@ -6,12 +6,13 @@ to the fixed-threshold LRT and to the adaptive-threshold LRT (App. M, relaxed by
 realised utility loss (``matched-laplace:run=RUN_DIR``; eps under the paper's |Q|/N
 sensitivity).  Vector kappa (Fig. 1c): kappa_j = 50 on a random 10% of the SNVs and 0
 elsewhere, the BNGP defender vs Laplace matched to its kappa-weighted utility loss.  Each
-defense is attacked by a fresh Bayesian attacker (BNGP(A)) and by least-squares
-reconstruction (the strongest analytic attack, issue 6; not in the paper).  The paper's
+defense is attacked by a fresh Bayesian attacker (BNGP(A)), by the ridge attacker ``linear``
+fitted on 2|Q| releases simulated against the defense, and by least-squares reconstruction
+(issue 6; neither is in the paper).  The paper's
 vector-kappa defender is wider (1000/3000/4600, App. L.8); ours uses the same architecture as
 the scalar-kappa one.
 
-Usage: python experiments/table4_defenders.py --scale small|paper [--out DIR] [--seed S] [--threads T]
+Usage: python experiments/table4_defenders.py --scale small|paper [--steps S] [--out DIR] [--seed S] [--threads T]
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from paper import Experiment, PaperAUC, parse_args
 KAPPA = 1.5
 #: kappa_j on the weighted SNVs, and their fraction (Fig. 1c).
 VECTOR_KAPPA, VECTOR_FRACTION = 50.0, 0.1
-ATTACKS = ("bayesian", "reconstruction")
+ATTACKS = ("bayesian", "linear", "reconstruction")
 #: best-response opponents and their Table 4 rows (Fig. 1b).
 BEST_RESPONSES: dict[str, tuple[str, PaperAUC]] = {
     "lrt": ("fixed-LRT best-response defender", (0.9124, 0.0026)),

@@ -16,11 +16,12 @@ releases), the one-mechanism AUC is then 0.55, 0.63, 0.85, 0.96, 0.98 for the Ba
 of a Gaussian mechanism depends on the population mainly through mu (a sweep of mu gave the
 same curve at K 40 and K 200), so this relative C keeps the table in range at every scale.
 
-Usage: python experiments/table5_composition.py --scale small|paper [--out DIR] [--seed S] [--threads T]
+Usage: python experiments/table5_composition.py --scale small|paper [--epsilons 0.1,1] [--steps S] [--attacker-steps S] [--releases R] [--out DIR] [--seed S] [--threads T]
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from collections.abc import Sequence
@@ -44,14 +45,28 @@ PAPER: dict[float, tuple[PaperAUC, PaperAUC]] = {
 }
 
 
+def _epsilon_list(text: str) -> list[float]:
+    values = [float(item) for item in text.split(",") if item.strip()]
+    if not values or any(value not in PAPER for value in values):
+        raise argparse.ArgumentTypeError(f"eps values must be among the table's {', '.join(f'{e:g}' for e in EPSILONS)}, got {text!r}")
+    return values
+
+
+def _add_epsilons(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--epsilons", type=_epsilon_list, default=list(EPSILONS),
+                        help="comma-separated subset of the table's eps values (default: all)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Train one BGBP-constrained composition per eps, evaluate it and the single mechanism, write the report."""
-    experiment = Experiment("table5_composition", __doc__, parse_args(__doc__, argv))
+    args = parse_args(__doc__, argv, _add_epsilons)
+    experiment = Experiment("table5_composition", __doc__, args)
+    epsilons = tuple(args.epsilons)
     delta = typical_replacement_l2(experiment.population, experiment.scale.members)
     constant = (delta / MU_PER_EPSILON) ** 2
     experiment.settings.update(C=constant, typical_replacement_l2=delta, mu_per_epsilon=MU_PER_EPSILON, kappa=KAPPA,
-                               epsilons=list(EPSILONS), fixed_mechanisms=FIXED_MECHANISMS)
-    for epsilon in EPSILONS:
+                               epsilons=list(epsilons), fixed_mechanisms=FIXED_MECHANISMS)
+    for epsilon in epsilons:
         composition, single = PAPER[epsilon]
         run = experiment.train(f"composition-eps-{epsilon:g}", kappa=KAPPA, dp_epsilon=5 * epsilon,
                                fixed_gaussian_sigmas=(math.sqrt(constant) / epsilon,) * FIXED_MECHANISMS)

@@ -67,3 +67,9 @@ def acceptance_world() -> World:
 def small_world() -> World:
     """A quick setting for contract tests: K = 40 (N = 10), |Q| = 300."""
     return World(simulate_independent(40, 60, 300, seed=5), 10)
+
+
+@pytest.fixture(scope="session")
+def wide_world() -> World:
+    """More released SNVs than the old shadow-set default: K = 40 (N = 20), |Q| = 800."""
+    return World(simulate_independent(40, 40, 800, seed=2), 20)

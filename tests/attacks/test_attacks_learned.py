@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,7 @@ from attacks import DecisionTreeAttack, LinearAttack, SVMAttack, pair_features
 from attacks.learned import FEATURE_NAMES
 from attacks.statistics import dwork_score, homer, lrs, weighted_score
 from bngp.metrics import auc
+from bngp.ridge import default_shadow_releases
 from bngp.rng import spawn_seeds
 
 
@@ -77,3 +80,25 @@ def test_linear_attack_detects_members(small_world) -> None:
     attack = LinearAttack(n_shadow_releases=300).fit(small_world.knowledge(laplace_scale=0.02), seed=0)
     releases, memberships = small_world.releases(10, seed=6, laplace_scale=0.02)
     assert _mean_auc(attack.score(small_world.population.genotypes, releases), memberships) > 0.9
+
+
+def test_default_shadow_set_scales_with_the_released_outputs(wide_world) -> None:
+    """A release shrunk towards the population mean plus small noise, x = t + 0.05 (f(D) - t) + e,
+    still leaks to a ridge attacker fitted on at least 2|Q| shadow releases (the default), much
+    less to one fitted on fewer releases than outputs (the default before it scaled with |Q|)."""
+    population = wide_world.population
+    target = population.genotypes.mean(axis=0)
+
+    def shrunk(n_releases: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        releases, memberships = wide_world.releases(n_releases, seed)
+        noise = np.random.default_rng(seed + 99).normal(0.0, 0.01, releases.shape)
+        return np.clip(target + 0.05 * (releases - target) + noise, 0.0, 1.0), memberships
+
+    knowledge = replace(wide_world.knowledge(), noise_law=None, simulate=lambda n, seed: shrunk(n, 10_000 + seed))
+    releases, memberships = shrunk(20, seed=1)
+    strong = LinearAttack().fit(knowledge, seed=0)
+    weak = LinearAttack(n_shadow_releases=400).fit(knowledge, seed=0)
+    assert _mean_auc(strong.score(population.genotypes, releases), memberships) > 0.93
+    assert _mean_auc(weak.score(population.genotypes, releases), memberships) < 0.9
+    assert default_shadow_releases(40, 800) == 1600 and default_shadow_releases(800, 5000) == 10_000
+    assert default_shadow_releases(800, 25_000) * 25_000 <= 2**26

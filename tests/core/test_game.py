@@ -154,3 +154,33 @@ def test_composition_with_fixed_gaussian_mechanisms(small_population, tmp_path):
     assert noise.shape == (2, 3 * small_population.n_attributes)
     # the fixed blocks are Gaussian with the configured scale
     assert float(noise[:, : 2 * small_population.n_attributes].std()) == pytest.approx(0.05, rel=0.2)
+
+
+def test_shrinkage_targets_the_population_mean_stays_in_unit_interval_and_is_saved(small_population, tmp_path):
+    game = _game(small_population, kappa=0.0, shrink_lr=5.0, steps=6)
+    expected = small_population.genotypes.mean(axis=0)  # f(theta) for the uniform n-of-K prior
+    np.testing.assert_allclose(game.defender.shrink_target.numpy(), expected, atol=1e-6)
+    summary = game.train(tmp_path, progress=False)
+    alpha = game.defender.shrinkage()
+    assert float(alpha.min()) >= 0.0 and float(alpha.max()) <= 1.0 and float(alpha.max()) > 0.0
+    assert summary["history"][-1]["shrinkage_mean"] == pytest.approx(float(alpha.mean()))
+    from defenses import load_run_defense
+
+    loaded = load_run_defense(tmp_path).artifact.defender
+    assert torch.equal(loaded.shrinkage(), alpha)
+    assert torch.equal(loaded.shrink_target, game.defender.shrink_target)
+    with pytest.raises(InputError, match="shrink_lr"):
+        GameConfig(shrink_lr=0.0)
+
+
+def test_refitted_head_is_frozen_between_refits_unless_asked(small_population):
+    game = _game(small_population, attacker_refit_every=100)
+    game.training_step()  # step 0: refit, then Adam steps on the MLP only
+    head = game.attacker.head.weight.detach().clone()
+    game.training_step()
+    assert torch.equal(game.attacker.head.weight, head)
+    trained = _game(small_population, attacker_refit_every=100, train_refitted_head=True)
+    trained.training_step()
+    head = trained.attacker.head.weight.detach().clone()
+    trained.training_step()
+    assert not torch.equal(trained.attacker.head.weight, head)

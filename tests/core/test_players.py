@@ -57,3 +57,48 @@ def test_reconstruction_initialised_attacker_separates_members(small_population)
     from bngp.metrics import auc
 
     assert auc(logits, b) == 1.0
+
+
+def _shrinking_defender(alpha: float) -> Defender:
+    torch.manual_seed(0)
+    g = Defender(DefenderSpec(20, 50, noise_dim=4, shrink=True))
+    with torch.no_grad():
+        g.net[-1].weight.zero_()
+        g.net[-1].bias.zero_()  # sigmoid(0) - 0.5 = 0: no network noise
+        g.shrink_weight.fill_(alpha)
+    g.set_shrink_target(torch.linspace(0.1, 0.9, 50))
+    return g
+
+
+def test_full_shrinkage_releases_the_target_whatever_the_members():
+    g = _shrinking_defender(1.0)
+    z = (torch.rand(20, 50, generator=torch.Generator().manual_seed(1)) < 0.4).float()
+    b = (torch.rand(8, 20, generator=torch.Generator().manual_seed(2)) < 0.5).float()
+    x_hat = (b @ z) / b.sum(1, keepdim=True)
+    r = g.sample_r(8, torch.Generator().manual_seed(0))
+    released = x_hat + g(b, r, x_hat)
+    assert torch.allclose(released, torch.linspace(0.1, 0.9, 50).expand(8, 50), atol=1e-6)
+
+
+def test_partial_shrinkage_is_the_convex_combination():
+    g = _shrinking_defender(0.25)
+    x_hat = torch.full((3, 50), 0.5)
+    r = g.sample_r(3, torch.Generator().manual_seed(0))
+    released = x_hat + g(torch.ones(3, 20), r, x_hat)
+    assert torch.allclose(released, 0.75 * x_hat + 0.25 * torch.linspace(0.1, 0.9, 50), atol=1e-6)
+
+
+def test_shrinking_defender_needs_the_statistic_and_a_target_of_the_right_size():
+    g = _shrinking_defender(0.5)
+    with pytest.raises(InputError, match="x_hat"):
+        g(torch.ones(2, 20), torch.rand(2, 4))
+    with pytest.raises(InputError, match="50 entries"):
+        g.set_shrink_target(np.zeros(49))
+    with pytest.raises(InputError, match="no shrinkage"):
+        Defender(DefenderSpec(20, 50)).set_shrink_target(np.zeros(50))
+
+
+def test_attacker_widths_scale_below_the_paper_size_and_are_capped_above():
+    assert attacker_widths(1000) == (680, 400)
+    assert attacker_widths(25000) == (3400, 2000)
+    assert attacker_widths(10) == (32, 32)

@@ -62,3 +62,18 @@ def test_table3_kappa_tiny(tmp_path: Path) -> None:
     # a second invocation reuses the finished runs instead of retraining them
     again = _run_tiny(table3_kappa, tmp_path)
     assert all(training["reused"] for training in again["trainings"].values())
+
+
+def test_budget_overrides_and_epsilon_subset(tmp_path: Path) -> None:
+    argv = ["--scale", "tiny", "--out", str(tmp_path), "--epsilons", "1", "--steps", "2", "--attacker-steps", "3",
+            "--releases", "2"]
+    assert table5_composition.main(argv) == 0
+    payload = json.loads((tmp_path / "tiny_seed0.json").read_text())
+    assert payload["scale"]["steps"] == 2 and payload["scale"]["releases"] == 2
+    assert payload["scale"]["attacker_eval_steps"] == 3 and payload["scale"]["fresh_check_steps"] == 3
+    assert payload["settings"]["epsilons"] == [1.0]
+    assert {row["setting"] for row in payload["rows"]} == {"composition, eps=1", "one mechanism, eps=1"}
+    with pytest.raises(SystemExit):
+        table5_composition.main(["--scale", "tiny", "--epsilons", "0.2"])
+    with pytest.raises(SystemExit):
+        table5_composition.main(["--scale", "tiny", "--steps", "0"])
