@@ -202,14 +202,9 @@ def parse_args(
 
 def _override(scale: Scale, args: argparse.Namespace) -> Scale:
     """``scale`` with the budgets given on the command line (--steps, --attacker-steps, --releases)."""
-    changes: dict[str, int] = {}
-    if getattr(args, "steps", None) is not None:
-        changes["steps"] = args.steps
-    if getattr(args, "attacker_steps", None) is not None:
-        changes.update(attacker_eval_steps=args.attacker_steps, fresh_check_steps=args.attacker_steps)
-    if getattr(args, "releases", None) is not None:
-        changes["releases"] = args.releases
-    return replace(scale, **changes)
+    changes = {"steps": args.steps, "attacker_eval_steps": args.attacker_steps,
+               "fresh_check_steps": args.attacker_steps, "releases": args.releases}
+    return replace(scale, **{name: value for name, value in changes.items() if value is not None})
 
 
 def _config_record(config: GameConfig) -> dict[str, Any]:
