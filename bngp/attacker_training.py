@@ -17,10 +17,10 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from bngp.players import Attacker, AttackerSpec
-from bngp.ridge import affine_calibration, default_shadow_releases, fit_ridge
+from bngp.players import Attacker, AttackerSpec, block_inversion_head
+from bngp.ridge import default_shadow_releases, fit_ridge
 
-__all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler"]
+__all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler", "prefer_population_inversion"]
 
 #: sample(n) -> (releases (n, Q) float32 tensor, memberships (n, K) float32 tensor)
 BatchSampler = Callable[[int], tuple[torch.Tensor, torch.Tensor]]
@@ -65,8 +65,8 @@ def train_attacker(
     With ``spec.init == "shadow-ridge"`` (default) the linear head is first set to a ridge
     regression of memberships on ``shadow_releases`` releases drawn from ``sample`` (the linear
     least-squares approximation of the posterior mean, default
-    :func:`bngp.ridge.default_shadow_releases`), or to
-    the recalibrated inversion of the known ``population`` when that validates better; with
+    :func:`bngp.ridge.default_shadow_releases`), or to the recalibrated inversion of the known
+    ``population`` (block by block for a composed release) when that validates better; with
     "reconstruction" to the ridge inversion of the known ``population``
     (see :class:`bngp.players.Attacker`).  Every ``validate_every`` steps the cross-entropy on
     ``validation_draws`` held-out simulated draws is measured and the best state (the
@@ -83,8 +83,8 @@ def train_attacker(
         n_shadow = config.shadow_releases or default_shadow_releases(spec.n_individuals, spec.n_outputs)
         x, b = sample(n_shadow)
         attacker.initialise_from_ridge(fit_ridge(x, b), theta)
-        if population is not None and population.shape[1] == spec.n_outputs:
-            _prefer_reconstruction(attacker, spec, population, n_members, theta, x, b, validation_x, validation_b, loss_fn)
+        if population is not None and spec.n_outputs % population.shape[1] == 0:
+            prefer_population_inversion(attacker, population, n_members, theta, x, b, validation_x, validation_b)
     optimiser = torch.optim.Adam(attacker.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.lr_decay)
     best = _validation_loss(attacker, validation_x, validation_b, loss_fn), copy.deepcopy(attacker.state_dict())
@@ -108,9 +108,8 @@ def train_attacker(
 
 
 @torch.no_grad()
-def _prefer_reconstruction(
+def prefer_population_inversion(
     attacker: Attacker,
-    spec: AttackerSpec,
     population: np.ndarray,
     n_members: float,
     theta: np.ndarray,
@@ -118,23 +117,25 @@ def _prefer_reconstruction(
     b: torch.Tensor,
     validation_x: torch.Tensor,
     validation_b: torch.Tensor,
-    loss_fn: nn.Module,
-) -> None:
-    """Use the population inversion head instead of the shadow ridge head when it validates better.
+) -> bool:
+    """Replace the attacker's linear head (and zero its MLP's last layer) by the population
+    inversion head when that validates better; returns whether it was taken.
 
     With |Q| much larger than the number of shadow releases the ridge regression cannot learn
-    the full inversion that the known population gives directly (Dinur & Nissim 2003); the
-    inversion head is first recalibrated (a * logit + c fitted on the shadow releases), then the
-    two are compared by cross-entropy on held-out simulated draws.
+    the full inversion that the known population gives directly (Dinur & Nissim 2003).  The
+    inversion of each block of the release (one block per composed mechanism, App. L.6) is
+    combined with block weights fitted on the shadow releases (:func:`bngp.players.block_inversion_head`),
+    then the two heads are compared by cross-entropy on held-out simulated draws.
     """
-    candidate = Attacker(spec)
-    candidate.initialise_from_population(population, n_members, theta)
-    candidate.eval()
-    candidate.scale_head(*affine_calibration(candidate(x), b))
-    if _validation_loss(candidate, validation_x, validation_b, loss_fn) < _validation_loss(
-        attacker, validation_x, validation_b, loss_fn
-    ):
-        attacker.load_state_dict(candidate.state_dict())
+    loss_fn = nn.BCEWithLogitsLoss()
+    current = _validation_loss(attacker, validation_x, validation_b, loss_fn)
+    saved = [parameter.detach().clone() for parameter in attacker.refit_parameters()]
+    attacker.set_linear_head(*block_inversion_head(population, n_members, theta, x, b))
+    if _validation_loss(attacker, validation_x, validation_b, loss_fn) < current:
+        return True
+    for parameter, value in zip(attacker.refit_parameters(), saved):
+        parameter.copy_(value)
+    return False
 
 
 @torch.no_grad()

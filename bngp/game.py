@@ -40,7 +40,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from bngp.artifacts import DEFENDER_FILE, population_fingerprint, save_defender
-from bngp.attacker_training import AttackerTrainingConfig, train_attacker
+from bngp.attacker_training import AttackerTrainingConfig, prefer_population_inversion, train_attacker
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError, TrainingError
@@ -56,6 +56,8 @@ OBJECTIVES = ("preference", "utility-budget", "privacy-budget")
 CHECKPOINT_FILE = "checkpoint.pt"
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
+#: held-out draws on which an in-game refit compares the ridge head with the population inversion.
+REFIT_VALIDATION_DRAWS = 256
 
 
 @dataclass(frozen=True)
@@ -379,7 +381,8 @@ class Game:
 
     @torch.no_grad()
     def refit_attacker(self) -> None:
-        """Refit the in-game attacker's head by ridge on releases of the current defender."""
+        """Refit the in-game attacker's head on releases of the current defender: ridge regression,
+        or the block-calibrated population inversion when it validates better (as a fresh attacker does)."""
         if self.attacker.head is None:
             return
         n = self.config.refit_releases or default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
@@ -388,6 +391,13 @@ class Game:
         x, _ = self._release(b, r)
         self.defender.train()
         self.attacker.initialise_from_ridge(fit_ridge(x, b), self.theta)
+        validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
+        self.defender.eval()
+        validation_x, _ = self._release(validation_b, validation_r)
+        self.defender.train()
+        prefer_population_inversion(
+            self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
+        )
         for parameter in self.attacker.refit_parameters():
             self.opt_a.state.pop(parameter, None)
 
@@ -589,7 +599,7 @@ class Game:
             replace(self.attacker_spec, init=init),
             config,
             seed=seed,
-            population=self.mechanism_genotypes(),
+            population=self.population.genotypes,
             n_members=self.n_members,
             theta=self.theta,
             progress=progress,

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from bngp.errors import InputError
-from bngp.ridge import RidgeFit
+from bngp.ridge import RidgeFit, logistic_calibration
 
 __all__ = [
     "DefenderSpec",
@@ -48,6 +48,8 @@ __all__ = [
     "defender_widths",
     "attacker_widths",
     "ridge_inversion",
+    "block_inversion_head",
+    "INVERSION_GAIN",
     "ATTACKER_INITS",
 ]
 
@@ -209,6 +211,42 @@ def ridge_inversion(
     return w, c
 
 
+#: logit scale of the population-inversion head: logit = INVERSION_GAIN * (b_hat - 1/2).
+INVERSION_GAIN = 2.0
+
+
+def block_inversion_head(
+    genotypes: np.ndarray,
+    n_members: float,
+    theta: np.ndarray,
+    releases: torch.Tensor,
+    memberships: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Linear head (weight (K, m|Q|), bias (K,)) combining the ridge inversion of each of the m
+    blocks of a composed release, with block weights fitted by logistic regression.
+
+    A composition of m mechanisms that each release the frequencies of the same population
+    (section 4.4, Theorem 5; App. L.6's five Gaussian mechanisms) gives m noisy copies x_1..x_m
+    of A b (A = Z^T / n).  Each is inverted, b_hat_j = W x_j + c (:func:`ridge_inversion`), and
+    the logit of individual k is sum_j a_j g (b_hat_jk - 1/2) + s, g = ``INVERSION_GAIN``, with
+    (a_1..a_m, s) the cross-entropy minimisers on the simulated ``releases`` (R, m|Q|) and
+    ``memberships`` (R, K), pooled over individuals: the attacker learns how much each block's
+    noise lets it trust that block.  m = 1 is the recalibrated reconstruction attack.
+    """
+    n_attributes = genotypes.shape[1]
+    if releases.shape[1] % n_attributes:
+        raise InputError(f"a release of {releases.shape[1]} outputs is not made of blocks of {n_attributes} frequencies.")
+    n_blocks = releases.shape[1] // n_attributes
+    w, c = (torch.as_tensor(a, dtype=torch.float64) for a in ridge_inversion(genotypes, n_members, theta))
+    blocks = releases.to(torch.float64).reshape(releases.shape[0], n_blocks, n_attributes)
+    features = INVERSION_GAIN * (blocks @ w.T + c - 0.5)  # (R, m, K)
+    params = logistic_calibration(features.transpose(1, 2).reshape(-1, n_blocks), memberships.reshape(-1))
+    scales, shift = params[:-1], params[-1]
+    weight = torch.cat([INVERSION_GAIN * scale * w for scale in scales], dim=1)
+    bias = INVERSION_GAIN * scales.sum() * (c - 0.5) + shift
+    return weight, bias
+
+
 class Attacker(nn.Module):
     """H(x) -> membership logits for the K known individuals (App. L.8 Table 2a, scaled).
 
@@ -228,37 +266,40 @@ class Attacker(nn.Module):
         )
         self.head = nn.Linear(spec.n_outputs, spec.n_individuals) if spec.init != "paper" else None
 
-    def initialise_from_population(
-        self, genotypes: np.ndarray, n_members: float, theta: np.ndarray, gain: float = 2.0
-    ) -> None:
-        """Set the linear head to gain * (b_hat - 1/2) with b_hat the ridge inversion, and
-        zero the MLP's last layer, so the untrained attacker is the reconstruction attack."""
+    def _require_head(self) -> nn.Linear:
         if self.head is None:
-            raise InputError("this attacker has no population-informed head (init='paper').")
-        w, c = ridge_inversion(genotypes, n_members, theta)
+            raise InputError("this attacker has no linear head (init='paper').")
+        return self.head
+
+    def set_linear_head(self, weight: torch.Tensor | np.ndarray, bias: torch.Tensor | np.ndarray) -> None:
+        """Set the linear head to logits = weight x + bias and zero the MLP's last layer, so the
+        untrained attacker is exactly that linear attack."""
+        head = self._require_head()
         with torch.no_grad():
-            self.head.weight.copy_(torch.as_tensor(gain * w, dtype=torch.float32))
-            self.head.bias.copy_(torch.as_tensor(gain * (c - 0.5), dtype=torch.float32))
+            head.weight.copy_(torch.as_tensor(weight, dtype=torch.float32))
+            head.bias.copy_(torch.as_tensor(bias, dtype=torch.float32))
             last = self.net[-1]
             last.weight.zero_()
             last.bias.zero_()
+
+    def initialise_from_population(
+        self, genotypes: np.ndarray, n_members: float, theta: np.ndarray, gain: float = INVERSION_GAIN
+    ) -> None:
+        """Set the linear head to gain * (b_hat - 1/2) with b_hat the ridge inversion, and
+        zero the MLP's last layer, so the untrained attacker is the reconstruction attack."""
+        self._require_head()
+        w, c = ridge_inversion(genotypes, n_members, theta)
+        self.set_linear_head(gain * w, gain * (c - 0.5))
 
     def initialise_from_ridge(self, fit: RidgeFit, theta: np.ndarray) -> None:
         """Set the head to the first-order logit of the ridge estimate of E[b | x]:
         logit_k ~ logit(theta_k) + (b_hat_k(x) - theta_k) / (theta_k (1 - theta_k)),
         and zero the MLP's last layer (so the untrained attacker is the shadow ridge attack)."""
-        if self.head is None:
-            raise InputError("this attacker has no linear head (init='paper').")
         theta_t = torch.as_tensor(np.clip(theta, 1e-6, 1 - 1e-6), dtype=torch.float64)
         slope = 1.0 / (theta_t * (1 - theta_t))
         weight = (fit.weights * slope).T
         bias = torch.logit(theta_t) + slope * (fit.membership_mean - fit.release_mean @ fit.weights - theta_t)
-        with torch.no_grad():
-            self.head.weight.copy_(weight.float())
-            self.head.bias.copy_(bias.float())
-            last = self.net[-1]
-            last.weight.zero_()
-            last.bias.zero_()
+        self.set_linear_head(weight, bias)
 
     def scale_head(self, scale: float, shift: float) -> None:
         """Replace the head's logits l by scale * l + shift (an affine recalibration)."""

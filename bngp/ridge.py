@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["RidgeFit", "fit_ridge", "affine_calibration", "default_shadow_releases", "DEFAULT_RIDGE_GRID"]
+__all__ = ["RidgeFit", "fit_ridge", "affine_calibration", "logistic_calibration", "default_shadow_releases", "DEFAULT_RIDGE_GRID"]
 
 DEFAULT_RIDGE_GRID = tuple(10.0 ** np.arange(-6.0, 2.5, 0.5))
 #: the largest shadow set (releases x outputs, float32: 256 MiB) the default size may reach.
@@ -73,15 +73,49 @@ def fit_ridge(releases: torch.Tensor, memberships: torch.Tensor, grid: tuple[flo
     return RidgeFit(release_mean, membership_mean, weights, ridge)
 
 
+def logistic_calibration(
+    features: torch.Tensor, targets: torch.Tensor, iterations: int = 8, penalty: float = 1e-6
+) -> torch.Tensor:
+    """Weights (a_1..a_m, c) minimising the mean cross-entropy of sigmoid(features @ a + c) against
+    targets, plus ``penalty`` / 2 * ||a||^2.
+
+    Logistic regression by damped Newton steps (each halved until the objective decreases),
+    started at a = (1, ..., 1), c = 0: the result never has a higher objective than the start, and
+    on separable data (an attacker that is already perfect) the steps cannot overshoot into a
+    worse calibration.  ``features`` (n, m) float, ``targets`` (n,) in {0, 1}.  Returns a float64
+    tensor of m + 1 entries, the intercept last.
+    """
+    x = torch.cat([features.double(), torch.ones((features.shape[0], 1), dtype=torch.float64)], dim=1)
+    y = targets.reshape(-1).double()
+    ridge = torch.full((x.shape[1],), penalty, dtype=torch.float64)
+    ridge[-1] = 0.0
+
+    def objective(params: torch.Tensor) -> float:
+        z = x @ params
+        return float((torch.nn.functional.softplus(z) - y * z).mean() + 0.5 * (ridge * params**2).sum())
+
+    params = torch.ones(x.shape[1], dtype=torch.float64)
+    params[-1] = 0.0
+    value = objective(params)
+    for _ in range(iterations):
+        p = torch.sigmoid(x @ params)
+        gradient = x.T @ (p - y) / y.numel() + ridge * params
+        hessian = (x * (p * (1 - p))[:, None]).T @ x / y.numel() + torch.diag(ridge) + 1e-12 * torch.eye(x.shape[1], dtype=torch.float64)
+        step = torch.linalg.lstsq(hessian, gradient[:, None]).solution[:, 0]
+        length = 1.0
+        while length > 1e-6:
+            candidate = params - length * step
+            candidate_value = objective(candidate)
+            if candidate_value < value:
+                params, value = candidate, candidate_value
+                break
+            length /= 2
+        else:
+            break
+    return params
+
+
 def affine_calibration(logits: torch.Tensor, b: torch.Tensor, iterations: int = 8) -> tuple[float, float]:
     """(a, c) minimising the mean cross-entropy of sigmoid(a * logits + c) against b (Newton)."""
-    z = logits.reshape(-1).double()
-    y = b.reshape(-1).double()
-    features = torch.stack([z, torch.ones_like(z)], dim=1)
-    params = torch.tensor([1.0, 0.0], dtype=torch.float64)
-    for _ in range(iterations):
-        p = torch.sigmoid(features @ params)
-        gradient = features.T @ (p - y) / z.numel()
-        hessian = (features * (p * (1 - p))[:, None]).T @ features / z.numel() + 1e-6 * torch.eye(2, dtype=torch.float64)
-        params = params - torch.linalg.solve(hessian, gradient)
+    params = logistic_calibration(logits.reshape(-1, 1), b.reshape(-1), iterations)
     return float(params[0]), float(params[1])

@@ -130,7 +130,7 @@ def test_against_unknown_or_non_differentiable_attack(small_population):
 
 
 def test_bgbp_penalty_reduces_bound_violations_and_reports_implied_epsilon(small_population, tmp_path):
-    settings = dict(dp_epsilon=0.1, steps=30, attacker_steps=2, eval_every=30, fresh_check_steps=20)
+    settings = dict(dp_epsilon=0.1, steps=60, attacker_steps=2, eval_every=60, fresh_check_steps=20)
     penalised = _game(small_population, dp_penalty=50.0, **settings)
     summary = penalised.train(tmp_path / "a", progress=False)
     unpenalised = _game(small_population, dp_penalty=0.0, **settings).train(tmp_path / "b", progress=False)
