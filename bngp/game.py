@@ -102,7 +102,10 @@ class GameConfig:
             a constant).
         attacker_refit_every: every this many defender steps the in-game attacker's linear head
             is refitted in closed form (ridge regression of b on ``refit_releases`` releases of
-            the current defender, default :func:`bngp.ridge.default_shadow_releases`) and its
+            the current defender, default :func:`bngp.ridge.default_shadow_releases`, or the
+            block-calibrated population inversion of :func:`bngp.players.block_inversion_head`
+            when that does better on ``REFIT_VALIDATION_DRAWS`` held-out draws: with a composition
+            the ridge map has m|Q| inputs and fewer releases than that) and its
             MLP's last layer reset: the attacker is then at least the best linear attacker
             against the *current* defender, so the defender cannot gain by fooling a stale
             attacker (0 = never).  Measured at K = 200, |Q| = 1000, kappa = 0: without refits a

@@ -1,7 +1,8 @@
 """Multi-output ridge regression from releases to memberships, penalty by exact leave-one-out.
 
 b_hat(x) = b_mean + (x - x_mean) W,  W = (X_c^T X_c + lam I)^-1 X_c^T B_c, computed through the
-SVD X_c = U S V^T as W = V diag(s / (s^2 + lam)) U^T B_c.  lam = lam_rel * mean(s^2) with lam_rel
+SVD X_c = U S V^T (:func:`thin_svd`) as W = V diag(s / (s^2 + lam)) U^T B_c.  lam = lam_rel * mean(s^2)
+(over min(R, Q) singular values) with lam_rel
 chosen on a grid by the exact leave-one-out squared error of ridge with an unpenalised
 intercept: sum_i ||(B - H B)_i||^2 / (1 - H_ii)^2, H = 1 1^T / R + X_c (X_c^T X_c + lam I)^-1 X_c^T.
 
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["RidgeFit", "fit_ridge", "affine_calibration", "logistic_calibration", "default_shadow_releases", "DEFAULT_RIDGE_GRID"]
+__all__ = ["RidgeFit", "fit_ridge", "affine_calibration", "logistic_calibration", "thin_svd", "default_shadow_releases", "DEFAULT_RIDGE_GRID"]
 
 DEFAULT_RIDGE_GRID = tuple(10.0 ** np.arange(-6.0, 2.5, 0.5))
 #: the largest shadow set (releases x outputs, float32: 256 MiB) the default size may reach.
 SHADOW_FLOAT_BUDGET = 2**26
+#: Gram eigenvalues below this fraction of the largest are dropped by :func:`thin_svd`.
+_GRAM_EIGENVALUE_CUTOFF = 1e-12
 
 
 def default_shadow_releases(n_individuals: int, n_outputs: int) -> int:
@@ -49,6 +52,30 @@ class RidgeFit:
         return self.membership_mean + (releases.to(torch.float64) - self.release_mean) @ self.weights
 
 
+def thin_svd(matrix: torch.Tensor, cutoff: float = _GRAM_EIGENVALUE_CUTOFF) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(U, s, V^T) of ``matrix`` (R, Q) restricted to singular values s^2 > cutoff * max s^2.
+
+    Through the eigendecomposition of the smaller Gram matrix (X X^T if R <= Q, else X^T X):
+    one matrix product and an r x r eigh, r = min(R, Q), about 10x faster than a thin SVD of a
+    wide matrix (measured: 24 s against 244 s for 2,684 x 25,000 in float64 on one core, the
+    shadow set of a paper-scale composition).  Squaring the matrix costs precision below
+    sqrt(cutoff) of the largest singular value; ridge penalties of at least 1e-6 of the mean
+    s^2 make those directions irrelevant to the fits here.
+    """
+    rows, columns = matrix.shape
+    if rows <= columns:
+        eigenvalues, left = torch.linalg.eigh(matrix @ matrix.T)
+    else:
+        eigenvalues, right = torch.linalg.eigh(matrix.T @ matrix)
+    keep = eigenvalues > cutoff * eigenvalues.max().clamp(min=0)
+    singular = eigenvalues[keep].sqrt()
+    if rows <= columns:
+        left = left[:, keep]
+        return left, singular, (left.T @ matrix) / singular[:, None]
+    right = right[:, keep]
+    return (matrix @ right) / singular, singular, right.T
+
+
 def fit_ridge(releases: torch.Tensor, memberships: torch.Tensor, grid: tuple[float, ...] = DEFAULT_RIDGE_GRID) -> RidgeFit:
     """Fit the ridge map on (R, Q) releases and (R, K) memberships (see module docstring)."""
     releases = releases.to(torch.float64)
@@ -57,18 +84,19 @@ def fit_ridge(releases: torch.Tensor, memberships: torch.Tensor, grid: tuple[flo
     membership_mean = memberships.mean(dim=0)
     centred_x = releases - release_mean
     centred_b = memberships - membership_mean
-    left, singular, right_t = torch.linalg.svd(centred_x, full_matrices=False)
+    left, singular, right_t = thin_svd(centred_x)
     squared = singular**2
+    mean_squared = float(squared.sum()) / min(centred_x.shape)  # trace(X^T X) / rank bound, as a full SVD gives
     projected = left.T @ centred_b
     errors = []
     for relative in grid:
-        shrink = squared / (squared + relative * squared.mean())
+        shrink = squared / (squared + relative * mean_squared)
         hat_diagonal = 1.0 / releases.shape[0] + (left**2) @ shrink
         residual = centred_b - left @ (shrink[:, None] * projected)
         loo = residual / (1 - hat_diagonal).clamp(min=1e-12)[:, None]
         errors.append(float((loo**2).sum()))
     ridge = float(grid[int(np.argmin(errors))])
-    penalty = ridge * squared.mean()
+    penalty = ridge * mean_squared
     weights = right_t.T @ ((singular / (squared + penalty))[:, None] * projected)
     return RidgeFit(release_mean, membership_mean, weights, ridge)
 

@@ -4,7 +4,12 @@ For each eps: four fixed Gaussian mechanisms N(0, C/eps^2) on the allele frequen
 with a fifth whose noise a BNGP defender learns under the BGBP response constraint
 DPH^{5 eps} (section 4.3, Prop. 10; penalty method), kappa = 1.5 on the fifth's utility loss;
 against one Gaussian mechanism N(0, C/(5 eps)^2).  The Bayesian attacker (BNGP(A), a fresh
-network seeing all five outputs of the composition) gives the AUC of both.
+network seeing all five outputs of the composition) gives the AUC of both.  It starts from the
+better (on held-out simulated draws) of the shadow ridge fit and the population inversion of
+each of the five blocks combined with block weights fitted on shadow releases
+(:func:`bngp.players.block_inversion_head`), so it is never weaker than the block-weighted
+reconstruction attack; the other attacks of the registry score one |Q|-wide release and do
+not apply to a composed one.
 
 The paper does not state C.  Here C = (Delta / 2)^2 with Delta = sqrt(2 sum_j p_j (1 - p_j)) / N
 the typical l2 change of the frequencies when one member is replaced (p_j = population carrier
