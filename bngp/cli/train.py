@@ -7,7 +7,10 @@ import json
 
 from bngp.cli.common import add_population_args, load_kappa_file, load_population_and_prior
 from bngp.errors import InputError
+from bngp.data.population import Population
 from bngp.game import OBJECTIVES, Game, GameConfig
+from defenses.dp import GaussianDefense
+from defenses.registry import DefenseContext, parse_defense_spec
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +30,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "defender: lrt, adaptive-lrt, score, reconstruction")
     parser.add_argument("--dp-epsilon", type=float, metavar="EPS",
                         help="BGBP response constraint DPH^eps (pure-DP BNGP, paper section 4.3)")
+    parser.add_argument("--compose", action="append", default=[], metavar="SPEC",
+                        help="a fixed Gaussian mechanism released before the learned one (repeatable; e.g. "
+                             "gaussian:epsilon=1,delta=1e-5 or gaussian:scale=0.01,delta=1e-5): the defender is "
+                             "trained over the whole composition (paper App. L.6)")
     parser.add_argument("--dp-penalty", type=float, default=defaults.dp_penalty, help="weight of the BGBP penalty")
     parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init)
     parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check_steps,
@@ -36,6 +43,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--out", required=True, metavar="RUN_DIR")
     parser.set_defaults(func=run)
+
+
+def composed_gaussian_sigmas(specs: list[str], population: Population, n_members: int) -> tuple[float, ...]:
+    """Noise scales of the ``--compose`` mechanisms, each a gaussian defense SPEC calibrated on the data."""
+    sigmas = []
+    for spec in specs:
+        defense = parse_defense_spec(spec, DefenseContext(population, n_members))
+        if not isinstance(defense, GaussianDefense):
+            raise InputError(f"`--compose` takes gaussian mechanisms only, got {spec!r}.")
+        sigmas.append(defense.sigma)
+    return tuple(sigmas)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         against=args.against,
         dp_epsilon=args.dp_epsilon,
         dp_penalty=args.dp_penalty,
+        fixed_gaussian_sigmas=composed_gaussian_sigmas(args.compose, population, args.members),
         fresh_check_steps=args.fresh_check_steps,
         seed=args.seed,
     )
@@ -73,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         "fresh_attacker_auc": summary.get("fresh_attacker_check", {}).get("auc"),
         "collapse_warning": summary["collapse"]["warning"],
     }
+    if config.fixed_gaussian_sigmas:
+        report["composed_gaussian_sigmas"] = list(config.fixed_gaussian_sigmas)
     if "bgbp" in summary:
         report["bgbp_epsilon"] = summary["bgbp"]["epsilon"]
         report["implied_epsilon"] = summary["bgbp"]["implied_epsilon"]

@@ -193,3 +193,43 @@ def test_defender_of_other_population_is_refused(tiny_run, tmp_path, capsys):
     code, _, err = run_cli(capsys, "evaluate", "--population", other, "--members", 20, "--defense", f"run:{tiny_run}",
                            "--attacks", "bayesian", "--out", tmp_path / "e.json")
     assert_one_line_error(code, err, "different population")
+
+
+def test_train_over_a_composition_then_evaluate_and_release(small_population_file, small_population, tmp_path, capsys):
+    """`bngp train --compose SPEC` (App. L.6): fixed Gaussian mechanisms before the learned one,
+    the eps-calibrated scale taken from the dp-accounting calibration of the spec."""
+    from defenses.dp import GaussianDefense
+    from defenses.registry import DefenseContext, parse_defense_spec
+
+    run_dir = tmp_path / "composed"
+    spec = "gaussian:epsilon=2,delta=1e-5"
+    code, stdout, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+                                "--compose", spec, "--compose", "gaussian:scale=0.05,delta=1e-5", "--dp-epsilon", 1,
+                                "--steps", 4, "--fresh-check-steps", 3, "--quiet", "--out", run_dir)
+    assert code == 0, err
+    expected = parse_defense_spec(spec, DefenseContext(small_population, 20))
+    assert isinstance(expected, GaussianDefense)
+    assert json.loads(stdout)["composed_gaussian_sigmas"] == pytest.approx([expected.sigma, 0.05])
+    assert json.loads(stdout)["implied_epsilon"] > 1
+    code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                           "--defense", f"run:{run_dir}", "--attacks", "bayesian", "--releases", 2, "--seed", 1,
+                           "--out", tmp_path / "eval.json")
+    assert code == 0, err
+    assert 0 <= json.loads((tmp_path / "eval.json").read_text())["attacks"]["bayesian"]["auc"] <= 1
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(str(i) for i in small_population.ids[:20]) + "\n")
+    code, _, err = run_cli(capsys, "release", "--population", small_population_file, "--defense", f"run:{run_dir}",
+                           "--members-file", ids, "--seed", 0, "--out", tmp_path / "release.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "release.npz") as data:
+        assert data["release"].shape[-1] == 3 * small_population.n_attributes
+
+
+@pytest.mark.parametrize("spec, fragment", [("laplace:epsilon=1", "gaussian mechanisms only"),
+                                            ("gaussian:epsilon=-1,delta=1e-5", "epsilon"),
+                                            ("gaussian:epsilon=1,delta=2", "delta")])
+def test_train_rejects_bad_composition_specs(small_population_file, tmp_path, capsys, spec, fragment):
+    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+                           "--compose", spec, "--steps", 2, "--quiet", "--out", tmp_path / "run")
+    assert_one_line_error(code, err, fragment)
+    assert not (tmp_path / "run").exists()
