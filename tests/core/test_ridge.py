@@ -1,10 +1,13 @@
-"""bngp.ridge: the Gram-matrix thin SVD and the leave-one-out ridge fit against direct formulas."""
+"""bngp.ridge: the Gram-matrix thin SVD, the leave-one-out ridge fit against direct formulas, and
+the logistic recalibration."""
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from bngp.ridge import DEFAULT_RIDGE_GRID, fit_ridge, thin_svd
+from bngp.ridge import DEFAULT_RIDGE_GRID, affine_calibration, fit_ridge, thin_svd
 
 
 @pytest.mark.parametrize("shape", [(30, 80), (80, 30)])
@@ -59,3 +62,18 @@ def test_fit_ridge_equals_the_direct_solution_at_the_leave_one_out_optimum(shape
     refit = fit_ridge(torch.from_numpy(x), torch.from_numpy(b), grid=tuple(grid))
     assert refit.ridge == best
     np.testing.assert_allclose(refit.weights.numpy(), _direct_ridge(x, b, best), rtol=1e-6, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    logits=st.lists(st.floats(-60, 60, allow_nan=False), min_size=2, max_size=40),
+    seed=st.integers(0, 2**16),
+)
+def test_affine_calibration_never_makes_the_attacker_worse(logits, seed):
+    """Damped Newton from (a, c) = (1, 0): the recalibrated cross-entropy is at most the raw one
+    (up to the 1e-6 / 2 * a^2 penalty), separable or not."""
+    z = torch.tensor(logits, dtype=torch.float64)
+    labels = torch.from_numpy(np.random.default_rng(seed).integers(0, 2, z.numel()).astype(np.float64))
+    scale, shift = affine_calibration(z, labels)
+    loss = torch.nn.BCEWithLogitsLoss()
+    assert float(loss(scale * z + shift, labels)) <= float(loss(z, labels)) + 1e-6
