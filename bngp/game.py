@@ -27,6 +27,8 @@ checkpoints, so a run resumed from a checkpoint reproduces the uninterrupted run
 
 from __future__ import annotations
 
+import copy
+
 import json
 import math
 import warnings
@@ -116,6 +118,15 @@ class GameConfig:
             K = 200, |Q| = 1000, kappa = 1.5 the in-game attacker then read AUC 0.50-0.54 while a
             fresh attacker reached 0.97 (seed 0); with the head frozen between refits, 0.61
             (seed 0; seed 1 still 0.98: the game stays seed-sensitive, trust the fresh check).
+        select_defender: keep the defender state that did best against a freshly refitted
+            attacker and restore it at the end (default on; needs ``attacker_refit_every`` > 0
+            and the Bayesian game, ``against="bayesian"``).  At every refit (and once after the
+            last step) the new head, fitted on releases of the *current* defender, is scored on
+            ``REFIT_VALIDATION_DRAWS`` held-out draws by the defender's own objective (leakage +
+            kappa-weighted utility loss, + BGBP penalty): early stopping on an attacker the
+            defender has not yet had a chance to fool.  Without it, at K = 200, |Q| = 1000,
+            kappa = 1.5 (seed 0) the defender ended fooling its frozen head with a 4% signal and
+            little noise: in-game AUC 0.50, utility loss 0.022, fresh attacker AUC 0.999.
         eval_every: steps between held-out evaluations (TensorBoard, collapse check).
         eval_batch: draws in the held-out evaluation batch.
         checkpoint_every: steps between checkpoints.
@@ -152,6 +163,7 @@ class GameConfig:
     attacker_refit_every: int = 25
     train_refitted_head: bool = False
     refit_releases: int | None = None
+    select_defender: bool = True
     eval_every: int = 50
     eval_batch: int = 256
     checkpoint_every: int = 250
@@ -261,6 +273,8 @@ class Game:
         self.sched_a = torch.optim.lr_scheduler.ExponentialLR(self.opt_a, gamma=config.lr_decay)
         self.multiplier = 0.0
         self.step = 0
+        #: (score, step, defender state) of the best defender seen by a freshly refitted attacker.
+        self.best: tuple[float, int, dict[str, torch.Tensor]] | None = None
         self.history = _History()
         self.bce = nn.BCEWithLogitsLoss()
         self.opponent = self._build_opponent() if config.against != "bayesian" else None
@@ -383,9 +397,10 @@ class Game:
         self.multiplier = max(0.0, self.multiplier + self.config.dual_lr * violation / max(self.config.budget, 1e-3))
 
     @torch.no_grad()
-    def refit_attacker(self) -> None:
+    def refit_attacker(self, score_defender: bool = True) -> None:
         """Refit the in-game attacker's head on releases of the current defender: ridge regression,
-        or the block-calibrated population inversion when it validates better (as a fresh attacker does)."""
+        or the block-calibrated population inversion when it validates better (as a fresh attacker does);
+        with ``score_defender``, also score the current defender against it (``GameConfig.select_defender``)."""
         if self.attacker.head is None:
             return
         n = self.config.refit_releases or default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
@@ -396,13 +411,34 @@ class Game:
         self.attacker.initialise_from_ridge(fit_ridge(x, b), self.theta)
         validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
         self.defender.eval()
-        validation_x, _ = self._release(validation_b, validation_r)
+        validation_x, validation_x_hat = self._release(validation_b, validation_r)
         self.defender.train()
         prefer_population_inversion(
             self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
         )
         for parameter in self.attacker.refit_parameters():
             self.opt_a.state.pop(parameter, None)
+        if score_defender and self.selects_defender:
+            self._consider_defender(validation_x, validation_x_hat, validation_b)
+
+    @property
+    def selects_defender(self) -> bool:
+        """Whether the best defender state is kept (see ``GameConfig.select_defender``)."""
+        return self.config.select_defender and bool(self.config.attacker_refit_every) and self.opponent is None
+
+    @torch.no_grad()
+    def _consider_defender(self, x: torch.Tensor, x_hat: torch.Tensor, b: torch.Tensor) -> None:
+        """Score the current defender against the just-refitted attacker head on held-out draws
+        by the defender's objective; keep its state if it is the best so far."""
+        self.attacker.eval()
+        logits = self.attacker(x)
+        self.attacker.train()
+        weighted, plain = self._utility(x, x_hat)
+        score = self._defender_loss(self._leakage(logits, b), weighted, plain)
+        if self.dp_bounds is not None:
+            score = score + self.config.dp_penalty * self._dp_violation(torch.sigmoid(logits))
+        if self.best is None or float(score) < self.best[0]:
+            self.best = (float(score), self.step, copy.deepcopy(self.defender.state_dict()))
 
     def training_step(self) -> dict[str, float]:
         """``attacker_steps`` attacker updates, then one defender update; returns the losses."""
@@ -501,6 +537,11 @@ class Game:
             "multiplier": self.multiplier,
             "history": json.dumps(self.history.rows),
             "collapse_events": self.history.collapse_events,
+            **(
+                {"best_score": self.best[0], "best_step": self.best[1], "best_defender": self.best[2]}
+                if self.best is not None
+                else {}
+            ),
         }
 
     def save_checkpoint(self, path: str | Path) -> None:
@@ -530,6 +571,8 @@ class Game:
         self.multiplier = float(payload["multiplier"])
         self.step = int(payload["step"])
         self.history = _History(json.loads(payload["history"]), int(payload["collapse_events"]))
+        if "best_defender" in payload:
+            self.best = (float(payload["best_score"]), int(payload["best_step"]), payload["best_defender"])
 
     # -- the loop ---------------------------------------------------------------------------
     def train(self, run_dir: str | Path, *, resume: bool = False, progress: bool = True) -> dict:
@@ -537,7 +580,8 @@ class Game:
 
         RUN_DIR receives ``config.json``, ``checkpoint.pt`` (resumable), ``defender.pt`` (the
         trained G), ``tensorboard/`` (scalars) and ``summary.json`` (history, collapse report,
-        fresh-attacker check).  Returns the summary.
+        fresh-attacker check; ``final`` is the last training evaluation, ``selected`` the restored
+        best state of ``GameConfig.select_defender`` with its held-out evaluation).  Returns the summary.
         """
         from torch.utils.tensorboard import SummaryWriter
 
@@ -563,9 +607,21 @@ class Game:
                 bar.update(1)
         finally:
             bar.close()
-        summary = self._finish(run_dir, writer, progress)
+        selection = self._restore_best()
+        summary = self._finish(run_dir, writer, progress, selection)
         writer.close()
         return summary
+
+    def _restore_best(self) -> dict[str, Any] | None:
+        """Score the final defender (one more refit), restore the best scored state and evaluate
+        it on the held-out batch; None when no selection is made."""
+        if not self.selects_defender:
+            return None
+        self.refit_attacker()
+        score, step, state = self.best
+        self.defender.load_state_dict(state)
+        self.refit_attacker(score_defender=False)  # the in-game attacker now faces the restored defender
+        return {"step": step, "score": score, **self.evaluate_heldout()}
 
     def _record_evaluation(self, writer: Any, losses: dict[str, float], bar: Any) -> None:
         metrics = self.evaluate_heldout()
@@ -638,7 +694,7 @@ class Game:
 
         return sample
 
-    def _finish(self, run_dir: Path, writer: Any, progress: bool) -> dict:
+    def _finish(self, run_dir: Path, writer: Any, progress: bool, selection: dict[str, Any] | None) -> dict:
         self.defender.eval()
         save_defender(
             run_dir / DEFENDER_FILE,
@@ -649,10 +705,12 @@ class Game:
             self.config.to_dict(),
         )
         last = self.history.rows[-1] if self.history.rows else {}
+        delivered = selection if selection is not None else last
         summary: dict[str, Any] = {
             "steps": self.step,
             "against": self.config.against if self.opponent is None else self.opponent.describe(),
             "final": last,
+            "selected": selection,
             "collapse": {
                 "events": self.history.collapse_events,
                 "evaluations": len(self.history.rows),
@@ -673,7 +731,7 @@ class Game:
             check = self.fresh_attacker_check(self.config.fresh_check_steps, self.config.seed + 2, progress)
             summary["fresh_attacker_check"] = check
             writer.add_scalar("final/fresh_attacker_auc", check["auc"], self.step)
-            gap = check["auc"] - last.get("heldout_auc", check["auc"])
+            gap = check["auc"] - delivered.get("heldout_auc", check["auc"])
             if gap > 0.05:
                 message = (
                     f"a fresh attacker reaches AUC {check['auc']:.3f} against the trained defender, "

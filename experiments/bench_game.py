@@ -90,8 +90,8 @@ def main() -> int:
         "peak_memory_gib": peak_memory_gib(),
         "steps": args.steps,
         "kappa": args.kappa,
-        "in_game_attacker_auc": summary["final"]["heldout_auc"],
-        "utility_loss": summary["final"]["heldout_utility_loss"],
+        "in_game_attacker_auc": (summary["selected"] or summary["final"])["heldout_auc"],
+        "utility_loss": (summary["selected"] or summary["final"])["heldout_utility_loss"],
         "fresh_attacker_auc": check["auc"],
         "fresh_check_steps": args.fresh_check_steps,
     }

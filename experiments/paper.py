@@ -321,6 +321,7 @@ class Experiment:
             "against": config.against,
             "opponent": summary["against"] if config.against != "bayesian" else None,
             "final": summary["final"],
+            "selected": summary.get("selected"),
             "collapse": summary["collapse"],
             "fresh_attacker_check": check,
             "bgbp": summary.get("bgbp"),
@@ -329,8 +330,10 @@ class Experiment:
             if warning:
                 self.notes.append(f"training `{label}`: {warning}")
         fresh = f", fresh attacker AUC {check['auc']:.4f}" if check else ""
-        self.log(f"{label}: done in {seconds:.1f} s (in-game attacker AUC {summary['final'].get('heldout_auc', float('nan')):.4f}"
-                 f", utility loss {summary['final'].get('heldout_utility_loss', float('nan')):.5f}{fresh})")
+        delivered = summary.get("selected") or summary["final"]
+        selected = f", state of step {delivered['step']} kept" if summary.get("selected") else ""
+        self.log(f"{label}: done in {seconds:.1f} s (in-game attacker AUC {delivered.get('heldout_auc', float('nan')):.4f}"
+                 f", utility loss {delivered.get('heldout_utility_loss', float('nan')):.5f}{fresh}{selected})")
         return run_dir
 
     def run_defense(self, run_dir: Path) -> Defense:
@@ -466,8 +469,10 @@ class Experiment:
                     fresh += (f"; BGBP constraint DPH^{bgbp['epsilon']:g} (Prop. 10: eps_hat = {bgbp['implied_epsilon']:.3f}-DP "
                               f"if it holds), fresh attacker outside its bounds on "
                               f"{check.get('dp_bound_violation_rate', float('nan')):.1%} of outputs")
-                lines.append(f"- `{label}` ({record['against']}): {fresh}; in-game held-out utility loss of the learned "
-                             f"noise {record['final'].get('heldout_utility_loss', float('nan')):.5f}; "
+                delivered = record.get("selected") or record["final"]
+                kept = f"state of step {delivered['step']} kept (best against a refitted attacker); " if record.get("selected") else ""
+                lines.append(f"- `{label}` ({record['against']}): {fresh}; {kept}in-game held-out utility loss of the learned "
+                             f"noise {delivered.get('heldout_utility_loss', float('nan')):.5f}; "
                              f"{record['seconds']:.1f} s{' (reused)' if record['reused'] else ''}.")
         knowledge: dict[str, str] = {}
         for payload in self.evaluations.values():

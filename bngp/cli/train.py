@@ -83,10 +83,11 @@ def run(args: argparse.Namespace) -> int:
     )
     game = Game(population, prior, config)
     summary = game.train(args.out, resume=args.resume, progress=not args.quiet)
-    final = summary["final"]
+    final = summary["selected"] or summary["final"]
     report = {
         "run": args.out,
         "steps": summary["steps"],
+        "selected_step": summary["selected"]["step"] if summary["selected"] else None,
         "in_game_attacker_auc": final.get("heldout_auc"),
         "utility_loss": final.get("heldout_utility_loss"),
         "fresh_attacker_auc": summary.get("fresh_attacker_check", {}).get("auc"),

@@ -184,3 +184,32 @@ def test_refitted_head_is_frozen_between_refits_unless_asked(small_population):
     head = trained.attacker.head.weight.detach().clone()
     trained.training_step()
     assert not torch.equal(trained.attacker.head.weight, head)
+
+
+def test_the_best_state_against_a_refitted_attacker_is_kept_and_saved(small_population, tmp_path):
+    """GameConfig.select_defender: every refit scores the current defender; the best is restored,
+    saved as defender.pt, checkpointed, and reported under ``selected``."""
+    from defenses import load_run_defense
+
+    game = _game(small_population, kappa=1.5, steps=8, attacker_refit_every=2)
+    scores = []
+    consider = game._consider_defender
+
+    def recording(*args):
+        before = game.best
+        consider(*args)
+        scores.append((game.step, game.best[0] if game.best is not before else None))
+
+    game._consider_defender = recording
+    summary = game.train(tmp_path, progress=False)
+    steps = [step for step, _ in scores]
+    assert steps[:4] == [0, 2, 4, 6] and 8 in steps  # every refit, and the final state
+    score, step, state = game.best
+    assert summary["selected"]["step"] == step and summary["selected"]["score"] == pytest.approx(score)
+    assert 0 <= summary["selected"]["heldout_auc"] <= 1
+    loaded = load_run_defense(tmp_path).artifact.defender.state_dict()
+    assert all(torch.equal(loaded[name], value) for name, value in state.items())
+    checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert checkpoint["best_step"] == step
+    unselected = _game(small_population, kappa=1.5, steps=4, select_defender=False).train(tmp_path / "b", progress=False)
+    assert unselected["selected"] is None
