@@ -619,8 +619,9 @@ class Game:
             return None
         self.refit_attacker()
         score, step, state = self.best
-        self.defender.load_state_dict(state)
-        self.refit_attacker(score_defender=False)  # the in-game attacker now faces the restored defender
+        if step != self.step:  # the final state is not the best: restore it and refit against it
+            self.defender.load_state_dict(state)
+            self.refit_attacker(score_defender=False)
         return {"step": step, "score": score, **self.evaluate_heldout()}
 
     def _record_evaluation(self, writer: Any, losses: dict[str, float], bar: Any) -> None:
