@@ -117,9 +117,9 @@ def prefer_population_inversion(
     b: torch.Tensor,
     validation_x: torch.Tensor,
     validation_b: torch.Tensor,
-) -> bool:
+) -> None:
     """Replace the attacker's linear head (and zero its MLP's last layer) by the population
-    inversion head when that validates better; returns whether it was taken.
+    inversion head when that validates better.
 
     With |Q| much larger than the number of shadow releases the ridge regression cannot learn
     the full inversion that the known population gives directly (Dinur & Nissim 2003).  The
@@ -131,11 +131,9 @@ def prefer_population_inversion(
     current = _validation_loss(attacker, validation_x, validation_b, loss_fn)
     saved = [parameter.detach().clone() for parameter in attacker.refit_parameters()]
     attacker.set_linear_head(*block_inversion_head(population, n_members, theta, x, b))
-    if _validation_loss(attacker, validation_x, validation_b, loss_fn) < current:
-        return True
-    for parameter, value in zip(attacker.refit_parameters(), saved):
-        parameter.copy_(value)
-    return False
+    if _validation_loss(attacker, validation_x, validation_b, loss_fn) >= current:
+        for parameter, value in zip(attacker.refit_parameters(), saved):
+            parameter.copy_(value)
 
 
 @torch.no_grad()

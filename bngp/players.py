@@ -301,12 +301,6 @@ class Attacker(nn.Module):
         bias = torch.logit(theta_t) + slope * (fit.membership_mean - fit.release_mean @ fit.weights - theta_t)
         self.set_linear_head(weight, bias)
 
-    def scale_head(self, scale: float, shift: float) -> None:
-        """Replace the head's logits l by scale * l + shift (an affine recalibration)."""
-        with torch.no_grad():
-            self.head.weight.mul_(scale)
-            self.head.bias.mul_(scale).add_(shift)
-
     def refit_parameters(self) -> list[nn.Parameter]:
         """The parameters :meth:`initialise_from_ridge` overwrites (head and the MLP's last layer)."""
         if self.head is None:
