@@ -1,9 +1,10 @@
 """Membership-inference attacks on released summary statistics.
 
 Importing the package registers every attack: ``lrt``, ``adaptive-lrt``, ``optimal-lrt``
-(:mod:`attacks.lrt`), ``score``, ``homer`` (:mod:`attacks.tracing`), ``tree``, ``svm``,
-``linear`` (:mod:`attacks.learned`), ``reconstruction``, ``reconstruction-l1``
-(:mod:`attacks.reconstruction`).  Raw statistics shared by the attacks are in
+(:mod:`attacks.lrt`), ``score``, ``homer`` (:mod:`attacks.tracing`), ``tree``, ``svm``
+(:mod:`attacks.learned`), ``linear``, ``whitened`` (:mod:`attacks.linear`), ``reconstruction``,
+``reconstruction-l1`` (:mod:`attacks.reconstruction`), ``bayesian`` (:mod:`attacks.bayesian`) and ``stacked``
+(:mod:`attacks.stacking`, pooling the others).  Raw statistics shared by the attacks are in
 :mod:`attacks.statistics`.
 """
 
@@ -22,9 +23,11 @@ from attacks.statistics import dwork_score, dwork_score_torch, homer, homer_torc
 # classical likelihood-ratio tests to the learned attackers.
 from attacks.lrt import AdaptiveLRT, FixedThresholdLRT, OptimalLRT  # noqa: I001
 from attacks.tracing import HomerAttack, ScoreAttack
-from attacks.learned import DecisionTreeAttack, LinearAttack, SVMAttack, pair_features
+from attacks.learned import DecisionTreeAttack, SVMAttack, pair_features
+from attacks.linear import LinearAttack, WhitenedAttack
 from attacks.reconstruction import L1Reconstruction, LeastSquaresReconstruction
 from attacks.bayesian import BayesianAttack
+from attacks.stacking import StackedAttack
 
 __all__ = [
     "Attack",
@@ -45,9 +48,11 @@ __all__ = [
     "DecisionTreeAttack",
     "SVMAttack",
     "LinearAttack",
+    "WhitenedAttack",
     "LeastSquaresReconstruction",
     "L1Reconstruction",
     "BayesianAttack",
+    "StackedAttack",
     "pair_features",
     "lrs",
     "lrs_torch",

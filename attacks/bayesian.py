@@ -73,6 +73,15 @@ class BayesianAttack(Attack):
         )
         self._rows = {row.tobytes(): i for i, row in enumerate(population)}
 
+    def describe(self) -> dict:
+        record = super().describe()
+        warm_start = None if self.attacker_ is None else self.attacker_.warm_start
+        if warm_start is not None:
+            record["fit"] = warm_start["fit"]
+            if warm_start["learning_curve"] is not None:
+                record["learning_curve"] = warm_start["learning_curve"]
+        return record
+
     def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
         if self.attacker_ is None:
             raise InputError("the bayesian attack must be fitted before scoring.")

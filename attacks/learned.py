@@ -1,6 +1,6 @@
 """Learned attackers trained on releases the attacker simulates against the (known) defense.
 
-All three use ``knowledge.simulate(n, seed) -> (releases (R, |Q|), memberships (R, K))``: releases
+Both use ``knowledge.simulate(n, seed) -> (releases (R, |Q|), memberships (R, K))``: releases
 of the known population under the actual defense, with their memberships as labels.  None of
 them sees evaluation labels; their direction and threshold (false-positive rate alpha) are
 checked on a second, held-out batch of simulated releases.
@@ -11,12 +11,8 @@ checked on a second, held-out batch of simulated releases.
   |Q|), the target's log-likelihood under p_bar, and four summaries of the release (mean
   and mean absolute shift from p_bar, excess variance, fraction of clipped coordinates).
   Training pairs are subsampled.  Because features are per pair, they score any target.
-- ``linear``: multi-output ridge regression from the release to the membership vector,
-  b_hat(x) = b_mean + (x - x_mean) W, W = argmin ||X_c W - B_c||^2 + lambda ||W||^2 on the
-  simulated releases (solved through the SVD of X_c), lambda chosen by exact leave-one-out
-  error (hat-matrix diagonal) over a grid.  Like the paper's Bayesian attacker it has one
-  output per known individual, so it scores individuals of the population; it is linear
-  in x, hence differentiable.
+
+The linear attackers fitted in closed form (``linear``, ``whitened``) are in :mod:`attacks.linear`.
 """
 
 from __future__ import annotations
@@ -51,11 +47,10 @@ from attacks.statistics import (
     weighted_score_torch,
 )
 from bngp.errors import InputError
-from bngp.ridge import DEFAULT_RIDGE_GRID, default_shadow_releases, fit_ridge
 from bngp.rng import spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
 
-__all__ = ["pair_features", "FEATURE_NAMES", "DecisionTreeAttack", "SVMAttack", "LinearAttack"]
+__all__ = ["pair_features", "FEATURE_NAMES", "DecisionTreeAttack", "SVMAttack"]
 
 #: (release, target) pairs featurised at once when scoring (bounds the feature array).
 _PAIR_BLOCK = 1 << 18
@@ -276,72 +271,3 @@ class SVMAttack(_PairClassifierAttack):
 
     def _classifier_scores(self, features: np.ndarray) -> np.ndarray:
         return self.classifier_.decision_function(features)
-
-
-@register_attack("linear")
-class LinearAttack(TorchAttack):
-    """Multi-output ridge regression from releases to memberships: score = b_hat_k(x).
-
-    b_hat(x) = b_mean + (x - x_mean) W with W the ridge solution on simulated releases, the
-    penalty chosen on ``ridge_grid`` by exact leave-one-out error (:mod:`bngp.ridge`).
-
-    Args:
-        n_shadow_releases: releases simulated against the defense for fitting (default
-            :func:`bngp.ridge.default_shadow_releases`: at least 2|Q|, so that the |Q|-input map
-            is identified).
-        ridge_grid: candidate relative ridge penalties.
-        n_calibration_releases: held-out simulated releases for direction and threshold.
-        alpha: target false-positive rate of the threshold on the held-out releases.
-    """
-
-    requires: ClassVar[frozenset[str]] = frozenset({"population", "simulate"})
-    knowledge_statement: ClassVar[str] = (
-        "Knows the population and can simulate releases against the defense: a ridge regression from the "
-        "release to the membership vector, fitted on simulated releases (penalty by leave-one-out error); "
-        "direction and threshold (false-positive rate alpha) from held-out simulated releases."
-    )
-
-    def __init__(
-        self,
-        n_shadow_releases: int | None = None,
-        ridge_grid: tuple[float, ...] = DEFAULT_RIDGE_GRID,
-        n_calibration_releases: int = 20,
-        alpha: float = 0.05,
-    ) -> None:
-        self.n_shadow_releases = (
-            None if n_shadow_releases is None else check_positive_int("n_shadow_releases", n_shadow_releases, minimum=3)
-        )
-        grid = np.asarray(ridge_grid, dtype=np.float64)
-        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
-            raise InputError(f"`ridge_grid` must be a non-empty list of positive numbers, got {ridge_grid!r}.")
-        self.ridge_grid = grid
-        self.n_calibration_releases = check_positive_int("n_calibration_releases", n_calibration_releases)
-        self.alpha = check_in_open_interval("alpha", alpha, 0.0, 1.0)
-
-    def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
-        population = check_binary_panel("population", knowledge.population)
-        self.n_attributes_ = population.shape[1]
-        self.population_index_ = PopulationIndex(population)
-        train_seed, calibration_seed = spawn_seeds(seed, 2)
-        n_shadow = default_shadow_releases(*population.shape) if self.n_shadow_releases is None else self.n_shadow_releases
-        shadow = simulated_shadow(knowledge, n_shadow, train_seed)
-        fit = fit_ridge(torch.from_numpy(shadow.releases), torch.from_numpy(shadow.labels), tuple(self.ridge_grid))
-        self.release_mean_, self.membership_mean_, self.weights_ = fit.release_mean, fit.membership_mean, fit.weights
-        self.ridge_ = fit.ridge
-        calibration = simulated_shadow(knowledge, self.n_calibration_releases, calibration_seed)
-        self._calibrate(
-            self._raw_numpy(calibration.targets, calibration.releases),
-            calibration.labels,
-            alpha=self.alpha,
-            source=calibration.source,
-        )
-
-    def predict(self, releases: torch.Tensor) -> torch.Tensor:
-        """b_hat(x) for each release, shape (R, K), differentiable in the releases."""
-        return self.membership_mean_ + (releases.to(torch.float64) - self.release_mean_) @ self.weights_
-
-    def _raw_torch(self, targets: torch.Tensor | np.ndarray, releases: torch.Tensor) -> torch.Tensor:
-        rows = self.population_index_.rows(
-            targets.detach().numpy() if isinstance(targets, torch.Tensor) else targets, self.name
-        )
-        return self.predict(releases)[:, torch.from_numpy(rows)].to(releases.dtype)

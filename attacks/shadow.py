@@ -18,10 +18,12 @@ can produce from its own knowledge (shared/reference/bngp.md, "Orientation"):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import torch
 
 from attacks.base import AttackKnowledge, TorchAttack
 from attacks.inputs import check_binary_panel, check_reference_frequencies, check_releases
@@ -29,7 +31,7 @@ from attacks.noise_models import sample_noise
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
 from bngp.noise_law import NoiseLaw
-from bngp.rng import make_rng
+from bngp.rng import make_rng, spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "synthetic_shadow",
     "population_shadow",
     "simulated_shadow",
+    "shadow_sampler",
     "ReferenceShadowAttack",
 ]
 
@@ -150,6 +153,30 @@ def simulated_shadow(knowledge: AttackKnowledge, n_releases: int, seed: int) -> 
         memberships.astype(np.float32),
         "shadow releases simulated against the defense",
     )
+
+
+def shadow_sampler(knowledge: AttackKnowledge, seed: int) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
+    """sample(n) -> (releases (n, width), memberships (n, K)) float64 tensors: each call simulates
+    n new releases against the defense (the i-th call with the i-th seed spawned from ``seed``),
+    validated as :func:`simulated_shadow` does, except that composed releases may be wider than |Q|."""
+    if knowledge.simulate is None:
+        raise InputError("`simulate` must be provided.")
+    population = check_binary_panel("population", knowledge.population)
+    calls = [0]
+
+    def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        calls[0] += 1
+        releases, memberships = knowledge.simulate(int(n), spawn_seeds(seed, calls[0])[-1])
+        releases = check_releases(releases, name="simulated releases").astype(np.float64)
+        memberships = np.asarray(memberships)
+        if memberships.shape != (releases.shape[0], population.shape[0]):
+            raise DataFormatError(
+                f"`simulate` must return memberships of shape ({releases.shape[0]}, {population.shape[0]}), "
+                f"got {memberships.shape}."
+            )
+        return torch.from_numpy(releases), torch.from_numpy(memberships.astype(np.float64))
+
+    return sample
 
 
 class ReferenceShadowAttack(TorchAttack):

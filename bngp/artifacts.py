@@ -81,6 +81,7 @@ def load_defender(path: str | Path) -> DefenderArtifact:
         widths=tuple(int(w) for w in spec_data["widths"]),
         skip=bool(spec_data.get("skip", False)),
         shrink=bool(spec_data.get("shrink", False)),
+        full_rank_noise=bool(spec_data.get("full_rank_noise", False)),
     )
     defender = Defender(spec)
     try:

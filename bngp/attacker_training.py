@@ -17,8 +17,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from bngp.errors import InputError
 from bngp.players import Attacker, AttackerSpec, block_inversion_head
-from bngp.ridge import default_shadow_releases, fit_ridge
+from bngp.ridge import DEFAULT_VALIDATION_RELEASES, default_shadow_releases, fit_converged, fit_ridge, max_shadow_releases
 
 __all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler", "prefer_population_inversion"]
 
@@ -44,8 +45,20 @@ class AttackerTrainingConfig:
     decay_every: int = 50
     init: str = "shadow-ridge"
     shadow_releases: int | None = None
-    validation_draws: int = 256
+    validation_draws: int = DEFAULT_VALIDATION_RELEASES
     validate_every: int = 100
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "decay_every", "validation_draws", "validate_every"):
+            value = getattr(self, name)
+            if int(value) < (0 if name == "steps" else 1):
+                raise InputError(f"`{name}` must be >= {0 if name == 'steps' else 1}, got {value}.")
+        if self.batch_size < 2 or self.validation_draws < 2:
+            raise InputError("`batch_size` and `validation_draws` must be >= 2.")
+        if self.shadow_releases is not None and self.shadow_releases < 3:
+            raise InputError(f"`shadow_releases` must be >= 3 or None (fitted to convergence), got {self.shadow_releases}.")
+        if not (self.lr > 0 and self.weight_decay >= 0 and 0 < self.lr_decay <= 1):
+            raise InputError("`lr` must be > 0, `weight_decay` >= 0 and `lr_decay` in (0, 1].")
 
 
 def train_attacker(
@@ -63,9 +76,10 @@ def train_attacker(
     """Train a new attacker for ``config.steps`` steps on batches from ``sample``.
 
     With ``spec.init == "shadow-ridge"`` (default) the linear head is first set to a ridge
-    regression of memberships on ``shadow_releases`` releases drawn from ``sample`` (the linear
-    least-squares approximation of the posterior mean, default
-    :func:`bngp.ridge.default_shadow_releases`), or to the recalibrated inversion of the known
+    regression of memberships on releases drawn from ``sample`` (the linear least-squares
+    approximation of the posterior mean; ``shadow_releases`` of them, or by default as many as
+    :func:`bngp.ridge.fit_converged` needs for its validation AUC to level off, the penalty
+    chosen by that AUC) with its logit recalibrated, or to the recalibrated inversion of the known
     ``population`` (block by block for a composed release) when that validates better; with
     "reconstruction" to the ridge inversion of the known ``population``
     (see :class:`bngp.players.Attacker`).  Every ``validate_every`` steps the cross-entropy on
@@ -80,9 +94,18 @@ def train_attacker(
     validation_x, validation_b = sample(config.validation_draws)
     loss_fn = nn.BCEWithLogitsLoss()
     if spec.init == "shadow-ridge":
-        n_shadow = config.shadow_releases or default_shadow_releases(spec.n_individuals, spec.n_outputs)
-        x, b = sample(n_shadow)
-        attacker.initialise_from_ridge(fit_ridge(x, b), theta)
+        validation = (validation_x, validation_b)
+        if config.shadow_releases is not None:
+            x, b = sample(config.shadow_releases)
+            fit, curve = fit_ridge(x, b, validation), None
+        else:
+            start = default_shadow_releases(spec.n_individuals, spec.n_outputs)
+            maximum = max_shadow_releases(spec.n_individuals, spec.n_outputs)
+            fit, curve = fit_converged(fit_ridge, sample, start=start, maximum=maximum, validation=validation)
+            x, b = sample(start)
+        attacker.initialise_from_ridge(fit, theta)
+        attacker.calibrate_head(validation_x, validation_b)
+        attacker.warm_start = {"fit": fit.describe(), "learning_curve": None if curve is None else curve.to_dict()}
         if population is not None and spec.n_outputs % population.shape[1] == 0:
             prefer_population_inversion(attacker, population, n_members, theta, x, b, validation_x, validation_b)
     optimiser = torch.optim.Adam(attacker.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)

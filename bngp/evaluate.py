@@ -9,8 +9,17 @@ For one population, membership prior and defense:
 4. report per attack the AUC mean and std over releases, TPR at FPR 10%/1%/0.1%, membership
    advantage, Bayes-weighted advantage, its knowledge statement, orientation (and the AUC of
    the raw statistic's direction, as the paper reports it), wall time, the BGP risk (held-out
-   cross-entropy, nats per individual) of attacks that output posterior log-odds, and the strongest
-   attack (a defense is only as private as the strongest attack shows).
+   cross-entropy, nats per individual) of attacks that output posterior log-odds, the learning
+   curve and regularisation path of attacks fitted to convergence, and the strongest attack
+   (a defense is only as private as the strongest attack shows);
+5. report the utility of the release next to the *data-independent* release t = f(theta),
+   the statistic of the prior-mean membership, which does not depend on who is in the dataset
+   (AUC exactly 0.5 against every attack): mean |x - f(D)| and mean |t - f(D)|, their ratio
+   (the relative error), and the signal retention corr(x - t, f(D) - t) over releases and
+   attributes (1 for the exact release, about 0 for a release that keeps nothing of the
+   dataset's own signal).  A defense is only useful where it is closer to f(D) than t.
+
+The stacked attacker (``stacked``) is fitted last and pools every other fitted attack.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import torch
 
 from attacks.base import Attack, AttackKnowledge
 from attacks.registry import get_attack, parse_attack_names
+from attacks.stacking import StackedAttack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError
@@ -32,7 +42,7 @@ from bngp.metrics import bgp_risk, binary_entropy, membership_metrics
 from bngp.rng import spawn_seeds, torch_generator
 from defenses.base import Defense, sample_releases
 
-__all__ = ["EvaluationResult", "evaluate_defense", "make_simulator", "attack_knowledge", "ANALYTIC_ATTACKS"]
+__all__ = ["EvaluationResult", "evaluate_defense", "make_simulator", "attack_knowledge", "utility_record", "ANALYTIC_ATTACKS"]
 
 #: attacks computed in closed form from the release (the "best analytic attack" of issue 6).
 ANALYTIC_ATTACKS = ("lrt", "adaptive-lrt", "optimal-lrt", "score", "homer", "reconstruction")
@@ -49,6 +59,7 @@ class EvaluationResult:
     attacks: dict[str, dict]
     seed: int
     releases: int
+    utility: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -63,6 +74,7 @@ class EvaluationResult:
         payload = {
             "defense": self.defense,
             "utility_loss": self.utility_loss,
+            "utility": self.utility,
             "releases": self.releases,
             "seed": self.seed,
             "attacks": self.attacks,
@@ -104,6 +116,28 @@ def attack_knowledge(
     )
 
 
+def utility_record(x: np.ndarray, x_hat: np.ndarray, data_independent: np.ndarray) -> dict:
+    """Utility of releases ``x`` (R, Q) of statistics ``x_hat`` (R, Q) against the data-independent
+    release ``data_independent`` (Q,) (see the module docstring, step 5)."""
+    loss = float(np.abs(x - x_hat).mean())
+    baseline = float(np.abs(data_independent - x_hat).mean())
+    kept, signal = (x - data_independent).ravel(), (x_hat - data_independent).ravel()
+    spread = float(np.std(kept) * np.std(signal))
+    retention = float(np.mean((kept - kept.mean()) * (signal - signal.mean())) / spread) if spread > 0 else 0.0
+    verdict = (
+        "closer to f(D) than the data-independent release"
+        if loss < baseline
+        else "dominated by the data-independent release: no closer to f(D), and it can only leak more"
+    )
+    return {
+        "utility_loss": loss,
+        "data_independent_utility_loss": baseline,
+        "relative_error": loss / baseline if baseline > 0 else float("inf"),
+        "signal_retention": retention,
+        "verdict": verdict,
+    }
+
+
 def evaluate_defense(
     population: Population,
     prior: MembershipPrior,
@@ -141,7 +175,9 @@ def evaluate_defense(
     x = sample_releases(mechanism, defense, b, torch_generator(eval_seed))
     x_hat = mechanism.statistic(torch.as_tensor(b)).double().numpy()
     deviation = np.abs(x - x_hat)
+    data_independent = mechanism.statistic(torch.as_tensor(prior.marginals, dtype=torch.float32)[None]).double().numpy()[0]
     instances = attacks if isinstance(attacks, dict) else {name: get_attack(name) for name in attacks}
+    instances = dict(sorted(instances.items(), key=lambda item: isinstance(item[1], StackedAttack)))  # stacking last
     result = EvaluationResult(
         defense=defense.describe(),
         utility_loss=float(deviation.mean()),
@@ -150,6 +186,7 @@ def evaluate_defense(
         attacks={},
         seed=seed,
         releases=releases,
+        utility=utility_record(x, x_hat, data_independent),
     )
     if kappa is not None:
         result.defense["weighted_utility_loss"] = float((deviation * np.asarray(kappa)).mean())
@@ -157,6 +194,8 @@ def evaluate_defense(
         if progress:
             print(f"  attack {name}: fitting", flush=True)
         started = time.perf_counter()
+        if isinstance(attack, StackedAttack):
+            attack.use_fitted({other: instances[other] for other in result.attacks})
         attack.fit(knowledge, seed=attack_seed)
         scores = attack.score(population.genotypes, x)
         seconds = time.perf_counter() - started
@@ -172,6 +211,10 @@ def evaluate_defense(
         if getattr(attack, "log_odds", False):
             entry["bgp_risk"] = bgp_risk(1.0 / (1.0 + np.exp(-scores)), b)
             entry["prior_entropy"] = float(np.mean(binary_entropy(prior.marginals)))
+        details = attack.describe()
+        for key in ("fit", "learning_curve", "weights"):
+            if key in details:
+                entry[key] = details[key]
         note = getattr(attack, "orientation_note_", None)
         if note:
             entry["orientation_note"] = note

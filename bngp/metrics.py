@@ -33,6 +33,7 @@ __all__ = [
     "binary_entropy",
     "MembershipMetrics",
     "membership_metrics",
+    "release_aucs",
     "DEFAULT_FPRS",
 ]
 
@@ -90,6 +91,28 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
     n_pos = labels.sum()
     n_neg = labels.size - n_pos
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def release_aucs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """AUC of each release (row) separately, vectorised: (R, n) scores and 0/1 labels -> the AUCs
+    of the rows that hold both members and non-members (Mann-Whitney, ties counted 1/2).
+
+    The mean of these is the headline AUC of an evaluation (the paper's AUC over releases,
+    App. L.9): each release is one dataset whose members the attacker tries to tell apart.
+    """
+    scores = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    labels = np.atleast_2d(np.asarray(labels))
+    if scores.shape != labels.shape:
+        raise InputError(f"`scores` and `labels` must have the same shape, got {scores.shape} and {labels.shape}.")
+    if not np.all(np.isfinite(scores)):
+        raise InputError("`scores` contains NaN or infinite values.")
+    positives = labels.astype(bool)
+    n_pos = positives.sum(axis=1)
+    keep = (n_pos > 0) & (n_pos < labels.shape[1])
+    ranks = rankdata(scores[keep], axis=1)
+    n_pos = n_pos[keep].astype(np.float64)
+    n_neg = labels.shape[1] - n_pos
+    return ((ranks * positives[keep]).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
 def tpr_at_fpr(scores: np.ndarray, labels: np.ndarray, fpr: float) -> float:
@@ -163,11 +186,7 @@ def membership_metrics(
     labels = np.atleast_2d(np.asarray(labels))
     if scores.shape != labels.shape:
         raise InputError(f"`scores` and `labels` must have the same shape, got {scores.shape} and {labels.shape}.")
-    per_release = [
-        auc(row_scores, row_labels)
-        for row_scores, row_labels in zip(scores, labels)
-        if 0 < row_labels.sum() < row_labels.size
-    ]
+    per_release = release_aucs(scores, labels).tolist()
     if not per_release:
         per_release = [auc(scores, labels)]
     return MembershipMetrics(

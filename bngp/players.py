@@ -14,6 +14,11 @@
   Layers (App. L.8, Table 1a, K = 800, q = 30, |Q| = 5000): Linear(830, 1500)-BN-ReLU,
   Linear(1500, 1100)-BN-LeakyReLU, Linear(1100, 500), Linear(500, 5000).  Widths scale with
   K + q and |Q| (:func:`defender_widths`).
+  Optionally (``full_rank_noise``) plus per-attribute Gaussian noise sigma * e, e ~ N(0, I_|Q|),
+  sigma >= 0 learned: the network's own noise comes from q uniforms through a 500-wide layer,
+  so it lies near a q-dimensional manifold that a linear attacker fitted on enough releases
+  projects out (whitened by the noise covariance, :func:`bngp.ridge.fit_whitened`); sigma * e
+  has full rank whatever q.
 - :class:`Attacker` H(x) -> logits of P(b_k = 1 | x) for the K known individuals.  Layers
   (Table 2a, |Q| = 5000, K = 800): Linear(5000, 3400)-BN-ReLU, Linear(3400, 2000),
   Linear(2000, 800)-sigmoid; widths scale with |Q| (:func:`attacker_widths`).
@@ -38,7 +43,7 @@ import torch
 from torch import nn
 
 from bngp.errors import InputError
-from bngp.ridge import RidgeFit, logistic_calibration
+from bngp.ridge import LinearFit, affine_calibration, logistic_calibration
 
 __all__ = [
     "DefenderSpec",
@@ -87,6 +92,13 @@ class DefenderSpec:
     widths: tuple[int, int, int] | None = None
     skip: bool = False
     shrink: bool = False
+    full_rank_noise: bool = False
+
+    @property
+    def randomness_dim(self) -> int:
+        """Width of the randomness G consumes per release: q uniforms, plus |Q| standard normals
+        with full-rank noise."""
+        return self.noise_dim + (self.n_outputs if self.full_rank_noise else 0)
 
     def resolved_widths(self) -> tuple[int, int, int]:
         return self.widths or defender_widths(self.n_individuals, self.noise_dim, self.n_outputs)
@@ -150,6 +162,7 @@ class Defender(nn.Module):
             self.register_buffer("shrink_target", torch.zeros(spec.n_outputs))
         else:
             self.shrink_weight = None
+        self.noise_scale = nn.Parameter(torch.zeros(spec.n_outputs)) if spec.full_rank_noise else None
 
     def set_shrink_target(self, target: np.ndarray | torch.Tensor) -> None:
         """Set t, the statistic the release is shrunk towards (the prior-mean statistic f(theta))."""
@@ -166,20 +179,27 @@ class Defender(nn.Module):
         of attribute j's membership signal, which fools a stale attacker without hiding anything."""
         if self.shrink_weight is not None:
             self.shrink_weight.clamp_(0.0, 1.0)
+        if self.noise_scale is not None:
+            self.noise_scale.clamp_(min=0.0)
 
     def shrinkage(self) -> torch.Tensor | None:
         """alpha, the learned per-attribute shrinkage towards t (None without shrinkage)."""
         return None if self.shrink_weight is None else self.shrink_weight.detach().clone()
 
     def forward(self, b: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor | None = None) -> torch.Tensor:
-        """xi = sigmoid(net([b, r]) (+ S b with the linear skip)) - 0.5 (+ alpha * (t - x_hat)).
+        """xi = sigmoid(net([b, u]) (+ S b with the linear skip)) - 0.5 (+ sigma * e) (+ alpha * (t - x_hat)).
 
-        ``x_hat`` = f(D), the statistic being perturbed, is required with shrinkage.
+        ``r`` = (u, e) from :meth:`sample_r`: u ~ U[0, 1]^q feeds the network, e ~ N(0, I_|Q|)
+        (full-rank noise only) is scaled per attribute by the learned sigma >= 0.  ``x_hat`` =
+        f(D), the statistic being perturbed, is required with shrinkage.
         """
-        z = self.net(torch.cat([b, r], dim=1))
+        uniform = r[:, : self.spec.noise_dim]
+        z = self.net(torch.cat([b, uniform], dim=1))
         if self.skip is not None:
             z = z + self.skip(b)
         xi = torch.sigmoid(z) - 0.5
+        if self.noise_scale is not None:
+            xi = xi + self.noise_scale * r[:, self.spec.noise_dim :]
         if self.shrink_weight is None:
             return xi
         if x_hat is None or x_hat.shape != xi.shape:
@@ -187,8 +207,15 @@ class Defender(nn.Module):
         return xi + self.shrink_weight * (self.shrink_target - x_hat)
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """r ~ U[0, 1]^q for a batch of n."""
-        return torch.rand((n, self.spec.noise_dim), generator=generator)
+        """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then e ~ N(0, I_|Q|) with full-rank noise."""
+        uniform = torch.rand((n, self.spec.noise_dim), generator=generator)
+        if not self.spec.full_rank_noise:
+            return uniform
+        return torch.cat([uniform, torch.randn((n, self.spec.n_outputs), generator=generator)], dim=1)
+
+    def noise_scales(self) -> torch.Tensor | None:
+        """sigma, the learned per-attribute scale of the full-rank Gaussian noise (None without it)."""
+        return None if self.noise_scale is None else self.noise_scale.detach().clone()
 
 
 def ridge_inversion(
@@ -265,6 +292,8 @@ class Attacker(nn.Module):
             nn.Linear(h2, spec.n_individuals),
         )
         self.head = nn.Linear(spec.n_outputs, spec.n_individuals) if spec.init != "paper" else None
+        #: how the linear head was warm-started (regularisation path, learning curve), if it was.
+        self.warm_start: dict | None = None
 
     def _require_head(self) -> nn.Linear:
         if self.head is None:
@@ -291,7 +320,7 @@ class Attacker(nn.Module):
         w, c = ridge_inversion(genotypes, n_members, theta)
         self.set_linear_head(gain * w, gain * (c - 0.5))
 
-    def initialise_from_ridge(self, fit: RidgeFit, theta: np.ndarray) -> None:
+    def initialise_from_ridge(self, fit: LinearFit, theta: np.ndarray) -> None:
         """Set the head to the first-order logit of the ridge estimate of E[b | x]:
         logit_k ~ logit(theta_k) + (b_hat_k(x) - theta_k) / (theta_k (1 - theta_k)),
         and zero the MLP's last layer (so the untrained attacker is the shadow ridge attack)."""
@@ -300,6 +329,20 @@ class Attacker(nn.Module):
         weight = (fit.weights * slope).T
         bias = torch.logit(theta_t) + slope * (fit.membership_mean - fit.release_mean @ fit.weights - theta_t)
         self.set_linear_head(weight, bias)
+
+    @torch.no_grad()
+    def calibrate_head(self, x: torch.Tensor, b: torch.Tensor) -> None:
+        """Rescale the linear head to its best affine recalibration a * logit + c (cross-entropy on
+        (x, b), :func:`bngp.ridge.affine_calibration`); the MLP's last layer must be zero (as after
+        :meth:`set_linear_head`).  A first-order logit of a heavily penalised ridge map ranks
+        members well but is far from calibrated; recalibrated, its cross-entropy is at its best."""
+        head = self._require_head()
+        was_training = self.training
+        self.eval()
+        scale, shift = affine_calibration(self(x.to(head.weight.dtype)).double(), b.double())
+        head.weight.mul_(scale)
+        head.bias.mul_(scale).add_(shift)
+        self.train(was_training)
 
     def refit_parameters(self) -> list[nn.Parameter]:
         """The parameters :meth:`initialise_from_ridge` overwrites (head and the MLP's last layer)."""

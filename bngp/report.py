@@ -12,20 +12,28 @@ from bngp.metrics import roc_curve
 __all__ = ["plot_roc", "evaluation_markdown"]
 
 
-def plot_roc(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: str | Path, title: str = "Membership inference ROC") -> Path:
-    """Plot one ROC curve per attack (``curves[name] = (scores, labels)``) to a PNG file."""
+def plot_roc(
+    curves: dict[str, tuple[np.ndarray, np.ndarray]],
+    path: str | Path,
+    title: str = "Membership inference ROC",
+    baseline_loss: float | None = None,
+) -> Path:
+    """Plot one ROC curve per attack (``curves[name] = (scores, labels)``, pooled over releases) to a
+    PNG file; the legend gives the headline AUC, the mean of per-release AUCs as in the tables.
+    With ``baseline_loss`` the chance line is labelled as the data-independent release."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bngp.metrics import auc
+    from bngp.metrics import release_aucs
 
     figure, axis = plt.subplots(figsize=(5.2, 5.0), dpi=120)
     for name, (scores, labels) in curves.items():
         curve = roc_curve(scores, labels)
-        axis.plot(curve.fpr, curve.tpr, label=f"{name} (AUC {auc(scores, labels):.3f})", linewidth=1.6)
-    axis.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8, label="chance")
+        axis.plot(curve.fpr, curve.tpr, label=f"{name} (AUC {release_aucs(scores, labels).mean():.3f})", linewidth=1.6)
+    chance = "chance" if baseline_loss is None else f"data-independent release (loss {baseline_loss:.4f}): chance"
+    axis.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8, label=chance)
     axis.set_xlabel("False positive rate")
     axis.set_ylabel("True positive rate")
     axis.set_xlim(0, 1)
@@ -52,6 +60,27 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
         )
     strongest = payload["strongest_attack"]
     lines += ["", f"Strongest attack: **{strongest['name']}** (AUC {strongest['auc']:.4f}) - this is the privacy result."]
+    utility = payload.get("utility")
+    if utility:
+        lines += [
+            "",
+            "| release | utility loss mean abs(x - f(D)) | relative error | signal retention | strongest-attack AUC |",
+            "|---|---|---|---|---|",
+            f"| this defense | {utility['utility_loss']:.5f} | {utility['relative_error']:.3f} | "
+            f"{utility['signal_retention']:.3f} | {strongest['auc']:.4f} |",
+            f"| data-independent release f(theta) (baseline) | {utility['data_independent_utility_loss']:.5f} | 1 | 0 | 0.5 |",
+            "",
+            f"The defense is {utility['verdict']}.",
+        ]
+    curves = {name: entry["learning_curve"] for name, entry in payload["attacks"].items() if "learning_curve" in entry}
+    if curves:
+        lines += ["", "Learning curves (validation AUC by shadow releases; converged = the last doubling gained "
+                  "less than the tolerance):"]
+        for name, curve in curves.items():
+            points = ", ".join(f"{n}: {a:.4f}" for n, a in zip(curve["releases"], curve["auc"]))
+            state = "converged" if curve["converged"] else "NOT converged (cap or fixed size reached)"
+            fit = payload["attacks"][name].get("fit", {})
+            lines.append(f"- `{name}`: {points} ({state}; penalty {fit.get('ridge', float('nan')):.3g} by {fit.get('criterion')})")
     for note in payload.get("notes", []):
         lines.append(f"- Note: {note}")
     for name, entry in payload["attacks"].items():

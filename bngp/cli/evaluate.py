@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     plot_path = Path(args.plot) if args.plot else out.with_suffix(".png")
     plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,
-             title=f"Attacks vs {args.defense}")
+             title=f"Attacks vs {args.defense}", baseline_loss=result.utility["data_independent_utility_loss"])
     payload["roc_plot"] = str(plot_path)
     if args.scores_out:
         with atomic_write(args.scores_out) as handle:
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     write_text(out.with_suffix(".md"), evaluation_markdown(payload, title=f"Evaluation of `{args.defense}`"))
     write_json(out, payload)
     summary = {name: round(entry["auc"], 4) for name, entry in payload["attacks"].items()}
-    print(json.dumps({"defense": args.defense, "utility_loss": round(payload["utility_loss"], 6), "auc": summary,
+    print(json.dumps({"defense": args.defense, "utility_loss": round(payload["utility_loss"], 6),
+                      "data_independent_utility_loss": round(result.utility["data_independent_utility_loss"], 6), "auc": summary,
                       "strongest_attack": payload["strongest_attack"]["name"]}))
     return 0

@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         "in_game_attacker_auc": final.get("heldout_auc"),
         "utility_loss": final.get("heldout_utility_loss"),
         "fresh_attacker_auc": summary.get("fresh_attacker_check", {}).get("auc"),
+        "strongest_fresh_auc": summary.get("exploitability", {}).get("strongest_fresh_auc"),
         "collapse_warning": summary["collapse"]["warning"],
     }
     if config.fixed_gaussian_sigmas:

@@ -1,0 +1,97 @@
+"""An attacker that pools the evidence of several attacks (stacking on simulated releases).
+
+Each base attack a = 1..m scores every individual against a release, s_a(d_k, x).  On
+``n_stacking_releases`` releases the attacker simulates against the defense (never the
+evaluation's), the scores are centred within each release (a per-release AUC does not see a
+shift common to the release) and divided by their spread, z_a = (s_a - mean_k s_a) / sd_a,
+and the pooled logistic regression P(b_k = 1 | x) = sigmoid(sum_a w_a z_a + c) is fitted by
+cross-entropy over all (release, individual) pairs (Wolpert 1992, stacked generalisation).
+The score is sum_a w_a z_a + c: no base attack's direction is assumed, and the combination can
+only be weaker than its best base by the estimation error of m + 1 weights.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from attacks.base import Attack, AttackKnowledge
+from attacks.inputs import check_binary_panel
+from attacks.registry import attack_requirements, get_attack, register_attack
+from attacks.shadow import simulated_shadow
+from bngp.errors import InputError
+from bngp.ridge import logistic_calibration
+from bngp.rng import spawn_seeds
+from bngp.validation import check_positive_int
+
+__all__ = ["StackedAttack", "DEFAULT_STACKING_BASE"]
+
+#: base attacks the stacked attacker fits itself when they are not handed to it already fitted.
+DEFAULT_STACKING_BASE = ("linear", "whitened", "reconstruction", "score")
+
+
+@register_attack("stacked")
+class StackedAttack(Attack):
+    """Logistic stacking of base attacks on releases simulated against the defense.
+
+    Args:
+        base: attacks to fit when they are not supplied by :meth:`use_fitted` (those whose
+            knowledge is missing are left out).
+        n_stacking_releases: simulated releases on which the combination is fitted.
+    """
+
+    requires: ClassVar[frozenset[str]] = frozenset({"population", "simulate"})
+    log_odds: ClassVar[bool] = True
+    knowledge_statement: ClassVar[str] = (
+        "Knows what its base attacks know and can simulate releases against the defense: combines the base "
+        "attacks' scores (centred per release) by a logistic regression fitted on simulated releases; scores "
+        "are log-odds, no threshold or flip chosen."
+    )
+
+    def __init__(self, base: tuple[str, ...] = DEFAULT_STACKING_BASE, n_stacking_releases: int = 200) -> None:
+        self.base = tuple(base)
+        self.n_stacking_releases = check_positive_int("n_stacking_releases", n_stacking_releases, minimum=2)
+        self._supplied: dict[str, Attack] = {}
+        self.bases_: dict[str, Attack] = {}
+        self.weights_: np.ndarray | None = None
+        self.spread_: np.ndarray | None = None
+
+    def use_fitted(self, attacks: dict[str, Attack]) -> "StackedAttack":
+        """Pool these already fitted attacks (as well as the base ones); returns self."""
+        self._supplied = {name: attack for name, attack in attacks.items() if not isinstance(attack, StackedAttack)}
+        return self
+
+    def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
+        check_binary_panel("population", knowledge.population)
+        available = knowledge.available()
+        bases = dict(self._supplied)
+        missing = [name for name in self.base if name not in bases and attack_requirements(name) <= available]
+        for name, attack_seed in zip(missing, spawn_seeds(seed, len(missing) + 1)[1:]):
+            bases[name] = get_attack(name).fit(knowledge, seed=attack_seed)
+        if not bases:
+            raise InputError("the stacked attack has no base attack whose knowledge is available.")
+        stacking = simulated_shadow(knowledge, self.n_stacking_releases, spawn_seeds(seed, 1)[0])
+        self.bases_ = bases
+        raw = self._centred(stacking.targets, stacking.releases)
+        self.spread_ = raw.reshape(-1, raw.shape[-1]).std(axis=0) + 1e-300
+        features = torch.from_numpy((raw / self.spread_).reshape(-1, raw.shape[-1]))
+        self.weights_ = logistic_calibration(features, torch.from_numpy(stacking.labels.reshape(-1).astype(np.float64))).numpy()
+
+    def _centred(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        """(R, n, m) base scores, each centred within its release."""
+        scores = np.stack([attack.score(targets, releases) for attack in self.bases_.values()], axis=-1)
+        return scores - scores.mean(axis=1, keepdims=True)
+
+    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        if self.weights_ is None:
+            raise InputError("the stacked attack must be fitted before scoring (call fit).")
+        features = self._centred(targets, np.atleast_2d(releases)) / self.spread_
+        return features @ self.weights_[:-1] + self.weights_[-1]
+
+    def describe(self) -> dict:
+        record = super().describe()
+        if self.weights_ is not None:
+            record["weights"] = {name: float(w) for name, w in zip(self.bases_, self.weights_[:-1] / self.spread_)}
+        return record
