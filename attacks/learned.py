@@ -27,9 +27,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 from sklearn.tree import DecisionTreeClassifier
 
-from attacks.base import Attack, AttackKnowledge, TorchAttack
+from attacks.base import Attack, AttackKnowledge
 from attacks.inputs import (
-    PopulationIndex,
     check_binary_panel,
     check_pair,
     check_reference_frequencies,

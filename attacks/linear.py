@@ -17,6 +17,7 @@ the individuals of the population; they are linear in x, hence differentiable.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -61,7 +62,8 @@ class LinearAttack(TorchAttack):
 
     requires: ClassVar[frozenset[str]] = frozenset({"population", "simulate"})
     knowledge_statement: ClassVar[str] = (
-        "Knows the population and can simulate releases against the defense: a ridge regression from the "
+        "Knows the population and can simulate releases against the defense (and the membership prior, when "
+        "given, as the intercept): a ridge regression from the "
         "release to the membership vector on simulated releases, penalty chosen by validation AUC over the "
         "whole singular-value spectrum, shadow releases doubled until the validation AUC levels off; "
         "direction and threshold (false-positive rate alpha) from held-out simulated releases."
@@ -98,15 +100,16 @@ class LinearAttack(TorchAttack):
         train_seed, calibration_seed = spawn_seeds(seed, 2)
         sample = shadow_sampler(knowledge, train_seed)
         validation = sample(self.validation_releases)
+        fit_function = partial(self._fit_function, prior_mean=knowledge.membership_prior)
         if self.n_shadow_releases is not None:
             x, b = sample(self.n_shadow_releases)
-            self.fit_ = self._fit_function(x, b, validation)
+            self.fit_ = fit_function(x, b, validation)
             self.learning_curve_ = LearningCurve((self.fit_.releases,), (self.fit_.score,), False, self.tolerance)
         else:
             start = default_shadow_releases(*population.shape)
             maximum = self.max_shadow_releases or max_shadow_releases(*population.shape)
             self.fit_, self.learning_curve_ = fit_converged(
-                self._fit_function, sample, start=min(start, maximum), maximum=maximum, validation=validation,
+                fit_function, sample, start=min(start, maximum), maximum=maximum, validation=validation,
                 tolerance=self.tolerance,
             )
         calibration = simulated_shadow(knowledge, self.n_calibration_releases, calibration_seed)

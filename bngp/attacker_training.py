@@ -9,6 +9,7 @@ and for the trainer's end-of-training check.
 from __future__ import annotations
 
 import copy
+from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -97,11 +98,13 @@ def train_attacker(
         validation = (validation_x, validation_b)
         if config.shadow_releases is not None:
             x, b = sample(config.shadow_releases)
-            fit, curve = fit_ridge(x, b, validation), None
+            fit, curve = fit_ridge(x, b, validation, prior_mean=theta), None
         else:
             start = default_shadow_releases(spec.n_individuals, spec.n_outputs)
             maximum = max_shadow_releases(spec.n_individuals, spec.n_outputs)
-            fit, curve = fit_converged(fit_ridge, sample, start=start, maximum=maximum, validation=validation)
+            fit, curve = fit_converged(
+                partial(fit_ridge, prior_mean=theta), sample, start=start, maximum=maximum, validation=validation
+            )
             x, b = sample(start)
         attacker.initialise_from_ridge(fit, theta)
         attacker.calibrate_head(validation_x, validation_b)

@@ -124,11 +124,12 @@ def utility_record(x: np.ndarray, x_hat: np.ndarray, data_independent: np.ndarra
     kept, signal = (x - data_independent).ravel(), (x_hat - data_independent).ravel()
     spread = float(np.std(kept) * np.std(signal))
     retention = float(np.mean((kept - kept.mean()) * (signal - signal.mean())) / spread) if spread > 0 else 0.0
-    verdict = (
-        "closer to f(D) than the data-independent release"
-        if loss < baseline
-        else "dominated by the data-independent release: no closer to f(D), and it can only leak more"
-    )
+    if abs(loss - baseline) <= 1e-9 * max(baseline, 1e-12) and abs(retention) < 1e-9:
+        verdict = "the data-independent release itself: it keeps none of the dataset's own signal"
+    elif loss < baseline:
+        verdict = "closer to f(D) than the data-independent release"
+    else:
+        verdict = "dominated by the data-independent release: no closer to f(D), and it can only leak more"
     return {
         "utility_loss": loss,
         "data_independent_utility_loss": baseline,

@@ -28,6 +28,7 @@ checkpoints, so a run resumed from a checkpoint reproduces the uninterrupted run
 from __future__ import annotations
 
 import copy
+from functools import partial
 
 import json
 import math
@@ -448,7 +449,7 @@ class Game:
         x, _ = self._release(b, r)
         validation_x, validation_x_hat = self._release(validation_b, validation_r)
         self.defender.train()
-        self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b)), self.theta)
+        self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta), self.theta)
         self.attacker.calibrate_head(validation_x, validation_b)
         prefer_population_inversion(
             self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
@@ -730,7 +731,9 @@ class Game:
         maximum = max_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         validation = sampler(DEFAULT_VALIDATION_RELEASES)
         for name, fit_function in (("linear", fit_ridge), ("whitened", fit_whitened)):
-            fit, curve = fit_converged(fit_function, sampler, start=start, maximum=maximum, validation=validation)
+            fit, curve = fit_converged(
+                partial(fit_function, prior_mean=self.theta), sampler, start=start, maximum=maximum, validation=validation
+            )
             with torch.no_grad():
                 scores = fit.predict(x).numpy()
             check[f"{name}_auc"] = float(release_aucs(scores, b.numpy()).mean())
@@ -780,6 +783,16 @@ class Game:
             },
             "history": self.history.rows,
         }
+        if self.config.objective != "preference" and selection is not None:
+            measured = selection["heldout_utility_loss" if self.config.objective == "utility-budget" else "heldout_privacy_loss"]
+            met = measured <= self.config.budget * 1.02 + 1e-12
+            summary["budget"] = {"objective": self.config.objective, "budget": self.config.budget,
+                                 "kept_state_value": measured, "met": bool(met)}
+            if not met:
+                message = (f"no defender state met the {self.config.objective} {self.config.budget:g} on held-out draws; "
+                           f"the one kept misses it least ({measured:.4g})")
+                summary["budget"]["warning"] = message
+                warnings.warn(message, stacklevel=2)
         if self.config.dp_epsilon is not None:
             summary["bgbp"] = {
                 "epsilon": self.config.dp_epsilon,

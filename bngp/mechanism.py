@@ -44,8 +44,10 @@ def allele_frequencies(b: torch.Tensor, genotypes: torch.Tensor) -> torch.Tensor
 
 
 def perturb(x_hat: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    """Output perturbation x = clip(x_hat + xi, 0, 1) (clipping is post-processing)."""
-    return torch.clamp(x_hat + noise, 0.0, 1.0)
+    """Output perturbation x = clip(x_hat + xi, 0, 1) (clipping is post-processing), summed in
+    float64 and returned in x_hat's dtype: a noise that cancels the statistic (xi = t - x_hat,
+    computed in float64) then releases exactly t, with no rounding residue of x_hat left in it."""
+    return torch.clamp(x_hat.double() + noise.double(), 0.0, 1.0).to(x_hat.dtype)
 
 
 class Mechanism(ABC):

@@ -204,7 +204,8 @@ class Defender(nn.Module):
             return xi
         if x_hat is None or x_hat.shape != xi.shape:
             raise InputError(f"a shrinking defender needs x_hat = f(D) of shape {tuple(xi.shape)}.")
-        return xi + self.shrink_weight * (self.shrink_target - x_hat)
+        # in float64, so that alpha = 1 releases exactly t (see bngp.mechanism.perturb)
+        return xi.double() + self.shrink_weight.double() * (self.shrink_target.double() - x_hat.double())
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then e ~ N(0, I_|Q|) with full-rank noise."""

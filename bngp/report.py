@@ -29,9 +29,10 @@ def plot_roc(
     from bngp.metrics import release_aucs
 
     figure, axis = plt.subplots(figsize=(5.2, 5.0), dpi=120)
-    for name, (scores, labels) in curves.items():
+    colours = plt.get_cmap("tab20").colors
+    for index, (name, (scores, labels)) in enumerate(curves.items()):
         curve = roc_curve(scores, labels)
-        axis.plot(curve.fpr, curve.tpr, label=f"{name} (AUC {release_aucs(scores, labels).mean():.3f})", linewidth=1.6)
+        axis.plot(curve.fpr, curve.tpr, color=colours[(2 * index) % 20 + (index // 10) % 2], label=f"{name} (AUC {release_aucs(scores, labels).mean():.3f})", linewidth=1.6)
     chance = "chance" if baseline_loss is None else f"data-independent release (loss {baseline_loss:.4f}): chance"
     axis.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8, label=chance)
     axis.set_xlabel("False positive rate")

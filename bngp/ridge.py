@@ -21,10 +21,16 @@ on a path that spans the whole singular-value spectrum (lam from 1e-9 to 1e2 tim
 largest squared singular value) by the mean per-release AUC (:func:`bngp.metrics.release_aucs`)
 of held-out validation releases, or, without them, of the exact leave-one-out predictions,
 free from the SVD: b_loo_i = b_i - (b_i - b_hat_i) / (1 - H_ii),
-H = 1 1^T / R + U diag(s^2 / (s^2 + lam)) U^T.  Squared error is not the target: on a release
-whose membership signal the defender has shrunk, it prefers a penalty so strong that the map
-ranks members barely above chance (measured at K = 200, |Q| = 1000 on a game-trained
-defender: validation AUC 0.967 against 0.564 for the penalty of least leave-one-out error).
+H = 1 1^T / R + U diag(s^2 / (s^2 + lam)) U^T (ridge with an unpenalised intercept refitted
+without row i).  The criterion scores exactly what the attack scores, intercept included.  The intercept is the known prior mean
+E[b] = theta when the caller passes it (``prior_mean``; the centred map is the same either way,
+since the centred releases sum to zero), else the shadow releases' mean membership, whose
+sampling noise (about 0.5 / sqrt(R) per individual) alone ranks individuals when the signal is
+weak: pass the prior whenever it is known.  Squared error is not the target: on a release
+whose membership signal the defender has shrunk it prefers strong penalties, where the map's
+ranking is left to the intercept's sampling noise (at K = 200, |Q| = 1000 on a game-trained
+defender, 2,000 shadow releases: AUC 0.967 with the penalty of best validation AUC against
+0.564 with that of least leave-one-out squared error and the shadow-mean intercept).
 
 **Convergence** (:func:`fit_converged`): shadow releases are doubled, from
 :func:`default_shadow_releases` up to :func:`max_shadow_releases`, until the validation AUC
@@ -100,7 +106,8 @@ def max_shadow_releases(n_individuals: int, n_outputs: int) -> int:
 
 @dataclass(frozen=True, eq=False)
 class LinearFit:
-    """b_hat(x) = membership_mean + (x - release_mean) @ weights (float64 tensors), with how the
+    """b_hat(x) = membership_mean + (x - release_mean) @ weights (float64 tensors; membership_mean
+    is the intercept: the prior mean when it was given to the fit), with how the
     regularisation was chosen.
 
     Attributes:
@@ -161,16 +168,30 @@ def thin_svd(matrix: torch.Tensor, cutoff: float = _GRAM_EIGENVALUE_CUTOFF) -> t
     """
     rows, columns = matrix.shape
     if rows <= columns:
-        eigenvalues, left = torch.linalg.eigh(matrix @ matrix.T)
+        eigenvalues, left = symmetric_eigh(matrix @ matrix.T)
     else:
-        eigenvalues, right = torch.linalg.eigh(matrix.T @ matrix)
+        eigenvalues, right = symmetric_eigh(matrix.T @ matrix)
     keep = eigenvalues > cutoff * eigenvalues.max().clamp(min=0)
+    if not bool(keep.any()):  # a constant release (e.g. the data-independent one): nothing to fit
+        return matrix.new_zeros((rows, 0)), matrix.new_zeros(0), matrix.new_zeros((0, columns))
     singular = eigenvalues[keep].sqrt()
     if rows <= columns:
         left = left[:, keep]
         return left, singular, (left.T @ matrix) / singular[:, None]
     right = right[:, keep]
     return (matrix @ right) / singular, singular, right.T
+
+
+def symmetric_eigh(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix; when LAPACK's divide and
+    conquer fails to converge (near-zero matrices with many repeated eigenvalues, such as the
+    Gram matrix of releases that do not vary), through the SVD instead, which always converges
+    (for a symmetric positive semi-definite matrix both give the same decomposition)."""
+    try:
+        return torch.linalg.eigh(matrix)
+    except torch.linalg.LinAlgError:
+        left, singular, _ = torch.linalg.svd(matrix)
+        return singular.flip(0), left.flip(1)
 
 
 def _mean_auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
@@ -192,7 +213,20 @@ def _centre(releases: torch.Tensor, memberships: torch.Tensor):
         raise InputError(f"a linear fit needs at least 3 shadow releases, got {releases.shape[0]}.")
     release_mean = releases.mean(dim=0)
     membership_mean = memberships.mean(dim=0)
-    return releases - release_mean, memberships - membership_mean, release_mean, membership_mean
+    centred = releases - release_mean
+    # outputs that do not vary leave rounding residue ~1e-17 after centring: make them exactly 0
+    constant = centred.abs().amax(dim=0) <= 1e-12 * (release_mean.abs() + 1e-12)
+    centred[:, constant] = 0.0
+    return centred, memberships - membership_mean, release_mean, membership_mean
+
+
+def _intercept(membership_mean: torch.Tensor, prior_mean: np.ndarray | torch.Tensor | None) -> torch.Tensor:
+    if prior_mean is None:
+        return membership_mean
+    prior = torch.as_tensor(np.asarray(prior_mean, dtype=np.float64)).reshape(-1)
+    if prior.shape != membership_mean.shape:
+        raise InputError(f"`prior_mean` must have {membership_mean.numel()} entries (K), got {prior.numel()}.")
+    return prior
 
 
 def fit_ridge(
@@ -200,14 +234,16 @@ def fit_ridge(
     memberships: torch.Tensor,
     validation: tuple[torch.Tensor, torch.Tensor] | None = None,
     path: tuple[float, ...] = RIDGE_PATH,
+    prior_mean: np.ndarray | torch.Tensor | None = None,
 ) -> LinearFit:
     """Ridge map from (R, Q) releases to (R, K) memberships, the penalty (relative to the largest
     squared singular value) chosen on ``path`` by the mean per-release AUC of the ``validation``
     releases, or of the exact leave-one-out predictions when none are given."""
     centred_x, centred_b, release_mean, membership_mean = _centre(releases, memberships)
+    intercept = _intercept(membership_mean, prior_mean)
     left, singular, right_t = thin_svd(centred_x)
     squared = singular**2
-    scale = float(squared.max())
+    scale = float(squared.max()) if squared.numel() else 1.0
     projected = left.T @ centred_b
     points: list[tuple[float, float]] = []
     if validation is not None:
@@ -215,22 +251,27 @@ def fit_ridge(
         rotated = validation_x @ right_t.T
         labels = validation[1]
         for relative in path:
-            prediction = rotated @ ((singular / (squared + relative * scale))[:, None] * projected)
+            prediction = intercept + rotated @ ((singular / (squared + relative * scale))[:, None] * projected)
             points.append((relative, _mean_auc(prediction, labels)))
         criterion = "validation-auc"
     else:
-        rows = torch.from_numpy(np.unique(np.linspace(0, centred_x.shape[0] - 1, min(_LOO_ROWS, centred_x.shape[0])).astype(np.int64)))
+        n_rows = centred_x.shape[0]
+        rows = torch.from_numpy(np.unique(np.linspace(0, n_rows - 1, min(_LOO_ROWS, n_rows)).astype(np.int64)))
         sub_left = left[rows]
+        # exact leave-one-out of ridge with an unpenalised intercept (H includes 1 1^T / R), whose
+        # intercept without row i is the shadow mean of the other rows; a known prior mean replaces it
+        other_rows_mean = membership_mean - centred_b[rows] / (n_rows - 1)
+        swap = intercept - other_rows_mean if prior_mean is not None else 0.0
         for relative in path:
             shrink = squared / (squared + relative * scale)
-            hat = 1.0 / centred_x.shape[0] + (sub_left**2) @ shrink
+            hat = 1.0 / n_rows + (sub_left**2) @ shrink
             fitted = sub_left @ (shrink[:, None] * projected)
             loo = centred_b[rows] - (centred_b[rows] - fitted) / (1 - hat).clamp(min=1e-12)[:, None]
-            points.append((relative, _mean_auc(loo, memberships[rows])))
+            points.append((relative, _mean_auc(membership_mean + loo + swap, memberships[rows])))
         criterion = "loo-auc"
     ridge, score = _best(points)
     weights = right_t.T @ ((singular / (squared + ridge * scale))[:, None] * projected)
-    return LinearFit(release_mean, membership_mean, weights, ridge, criterion, score, tuple(points), int(centred_x.shape[0]))
+    return LinearFit(release_mean, intercept, weights, ridge, criterion, score, tuple(points), int(centred_x.shape[0]))
 
 
 def fit_whitened(
@@ -239,19 +280,22 @@ def fit_whitened(
     validation: tuple[torch.Tensor, torch.Tensor],
     shrinkage_path: tuple[float, ...] = SHRINKAGE_PATH,
     path: tuple[float, ...] = WHITENED_RIDGE_PATH,
+    prior_mean: np.ndarray | torch.Tensor | None = None,
 ) -> LinearFit:
     """The whitened (noise-covariance-aware) linear discriminant of the module docstring; the
     shrinkage d and the penalty lam chosen jointly by the mean per-release AUC of ``validation``."""
     centred_x, centred_b, release_mean, membership_mean = _centre(releases, memberships)
+    intercept = _intercept(membership_mean, prior_mean)
     n_rows, n_individuals = centred_b.shape
     gram_b = centred_b.T @ centred_b
     jitter = 1e-9 * float(torch.diagonal(gram_b).mean()) + 1e-12
     signal = torch.linalg.solve(gram_b + jitter * torch.eye(n_individuals, dtype=torch.float64), centred_b.T @ centred_x)
     residual = centred_x - centred_b @ signal
     covariance = residual.T @ residual / max(1, n_rows - n_individuals - 1)
-    eigenvalues, basis = torch.linalg.eigh(covariance)
+    eigenvalues, basis = symmetric_eigh(covariance)
     eigenvalues = eigenvalues.clamp(min=0.0)
-    mean_eigenvalue = float(eigenvalues.mean()) + 1e-300
+    # floors keep a noise-free release (no defense: the residual is zero) and a constant one finite
+    mean_eigenvalue = max(float(eigenvalues.mean()), 1e-12 * float((centred_x**2).mean()), 1e-30)
     signal_rotated = signal @ basis  # M U, (K, Q)
     validation_rotated = (validation[0].to(torch.float64) - release_mean) @ basis
     labels = validation[1]
@@ -261,12 +305,12 @@ def fit_whitened(
         inverse = 1.0 / (eigenvalues + shrink * mean_eigenvalue)
         whitened_signal = signal_rotated * inverse  # M Sigma_d^-1 in the rotated basis
         gram = whitened_signal @ signal_rotated.T  # M Sigma_d^-1 M^T, (K, K)
-        values, vectors = torch.linalg.eigh(gram)
-        top = float(values.max().clamp(min=1e-300))
+        values, vectors = symmetric_eigh(gram)
+        top = max(float(values.max()), 1e-30)
         projected = (validation_rotated @ whitened_signal.T) @ vectors
         points = []
         for relative in path:
-            prediction = (projected / (values.clamp(min=0) + relative * top)) @ vectors.T
+            prediction = intercept + (projected / (values.clamp(min=0) + relative * top)) @ vectors.T
             points.append((relative, _mean_auc(prediction, labels)))
         ridge, score = _best(points)
         if best is None or score > best[2] + 1e-12:
@@ -275,11 +319,11 @@ def fit_whitened(
     inverse = 1.0 / (eigenvalues + shrink * mean_eigenvalue)
     whitened_signal = signal_rotated * inverse
     gram = whitened_signal @ signal_rotated.T
-    values, vectors = torch.linalg.eigh(gram)
-    top = float(values.max().clamp(min=1e-300))
+    values, vectors = symmetric_eigh(gram)
+    top = max(float(values.max()), 1e-30)
     solve = (vectors / (values.clamp(min=0) + ridge * top)) @ vectors.T
     weights = basis @ (whitened_signal.T @ solve)
-    return LinearFit(release_mean, membership_mean, weights, ridge, "validation-auc", score, tuple(best_points), n_rows, shrink)
+    return LinearFit(release_mean, intercept, weights, ridge, "validation-auc", score, tuple(best_points), n_rows, shrink)
 
 
 def fit_converged(

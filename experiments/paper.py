@@ -459,6 +459,21 @@ class Experiment:
             versus = "" if gap is None else f"; best analytic `{gap['best_analytic']}` minus Bayesian AUC {gap['gap']:+.4f}"
             lines.append(f"- {setting} [{_describe_defense(payload['defense'])}]: strongest **{strongest['name']}** "
                          f"(AUC {strongest['auc']:.4f}){versus}")
+        utilities = {setting: payload["utility"] for setting, payload in self.evaluations.items() if payload.get("utility")}
+        if utilities:
+            baseline = next(iter(utilities.values()))["data_independent_utility_loss"]
+            lines += [
+                "",
+                f"Against the data-independent release f(theta) (AUC 0.5 against every attack, utility loss {baseline:.5f}):",
+                "",
+                "| setting | utility loss | relative error | signal retention | strongest AUC | verdict |",
+                "|---|---|---|---|---|---|",
+                f"| data-independent release f(theta) | {baseline:.5f} | 1 | 0 | 0.5 | baseline |",
+            ]
+            for setting, utility in utilities.items():
+                lines.append(f"| {setting} | {utility['utility_loss']:.5f} | {utility['relative_error']:.3f} | "
+                             f"{utility['signal_retention']:.3f} | {self.evaluations[setting]['strongest_attack']['auc']:.4f} | "
+                             f"{utility['verdict']} |")
         if self.trainings:
             lines += ["", "Trained defenders (fresh attacker = a new network trained against the frozen defender):"]
             for label, record in self.trainings.items():
@@ -501,7 +516,7 @@ class Experiment:
         if paper:
             axis.barh([i + 0.2 for i, _ in paper], [value[0] for _, value in paper], height=0.38,
                       xerr=[value[1] for _, value in paper], label="paper", color="tab:orange")
-        axis.axvline(0.5, color="grey", linestyle="--", linewidth=0.8)
+        axis.axvline(0.5, color="grey", linestyle="--", linewidth=0.8, label="data-independent release (0.5)")
         axis.set_yticks(positions, labels, fontsize=7)
         axis.invert_yaxis()
         axis.set_xlim(0.0, 1.0)

@@ -17,7 +17,7 @@ retention, strongest product attack, outside ridge AUC, and the two acceptance c
 strongest >= outside ridge - 0.02 (median and worst gap), and BNGP strongest <= matched Laplace
 strongest - 0.05.  Seeds already in ``--out`` are not recomputed.
 
-Usage: python experiments/privacy_holds.py [--seeds 0 1 2 3 4] [--steps S] [--threads T] [--out DIR]
+Usage: python experiments/privacy_holds.py [--seeds 0 1 2 3 4] [--kappa 1.5] [--steps S] [--threads T] [--out DIR]
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _evaluate(population, prior, defense, seed: int) -> dict:
     }
 
 
-def run_seed(seed: int, steps: int | None, out: Path) -> dict:
+def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> dict:
     from bngp import GameConfig, Game, UniformSubsetPrior, simulate_genome
     from defenses import load_run_defense
     from defenses.registry import DefenseContext, parse_defense_spec
@@ -73,7 +73,7 @@ def run_seed(seed: int, steps: int | None, out: Path) -> dict:
     population = simulate_genome(K, K, SNVS, seed=seed)
     prior = UniformSubsetPrior(K, N)
     run_dir = out / f"run_seed{seed}"
-    config = GameConfig(kappa=KAPPA, seed=seed, **({"steps": steps} if steps else {}))
+    config = GameConfig(kappa=kappa, seed=seed, **({"steps": steps} if steps else {}))
     train_started = time.perf_counter()
     summary = Game(population, prior, config).train(run_dir, progress=False)
     train_seconds = time.perf_counter() - train_started
@@ -94,8 +94,9 @@ def run_seed(seed: int, steps: int | None, out: Path) -> dict:
 
 
 def report(records: list[dict]) -> str:
+    kappa = records[0]["config"]["kappa"]
     lines = [
-        "# Privacy numbers that hold (K = 200, N = 100, |Q| = 1000, kappa = 1.5)",
+        f"# Privacy numbers that hold (K = 200, N = 100, |Q| = 1000, kappa = {kappa:g})",
         "",
         "Product = strongest of `bngp evaluate --attacks all` (50 releases); outside = ridge from scratch "
         f"(`experiments/outside_ridge.py`, {SHADOW} shadow releases, penalty by validation AUC over 1e-10..1e2 of the "
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--kappa", type=float, default=KAPPA)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--report-only", action="store_true")
@@ -148,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         for seed in args.seeds:
             if not (args.out / f"seed{seed}.json").is_file():
-                record = run_seed(seed, args.steps, args.out)
+                record = run_seed(seed, args.steps, args.out, args.kappa)
                 print(json.dumps({"seed": seed, "bngp": record["bngp"]["strongest"], "outside": record["bngp"]["outside_ridge"]["auc"]}), flush=True)
     records = [json.loads(path.read_text()) for path in sorted(args.out.glob("seed*.json"))]
     if records:

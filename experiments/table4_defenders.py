@@ -6,9 +6,9 @@ to the fixed-threshold LRT and to the adaptive-threshold LRT (App. M, relaxed by
 realised utility loss (``matched-laplace:run=RUN_DIR``; eps under the paper's |Q|/N
 sensitivity).  Vector kappa (Fig. 1c): kappa_j = 50 on a random 10% of the SNVs and 0
 elsewhere, the BNGP defender vs Laplace matched to its kappa-weighted utility loss.  Each
-defense is attacked by a fresh Bayesian attacker (BNGP(A)), by the ridge attacker ``linear``
-fitted on 2|Q| releases simulated against the defense, and by least-squares reconstruction
-(issue 6; neither is in the paper).  The paper's
+defense is attacked by a fresh Bayesian attacker (BNGP(A)), by the converged ridge attacker
+``linear`` and whitened discriminant ``whitened``, by least-squares reconstruction and by the
+stacked attacker pooling them (none of these four is in the paper).  The paper's
 vector-kappa defender is wider (1000/3000/4600, App. L.8); ours uses the same architecture as
 the scalar-kappa one.
 
@@ -27,7 +27,7 @@ from paper import Experiment, PaperAUC, parse_args
 KAPPA = 1.5
 #: kappa_j on the weighted SNVs, and their fraction (Fig. 1c).
 VECTOR_KAPPA, VECTOR_FRACTION = 50.0, 0.1
-ATTACKS = ("bayesian", "linear", "reconstruction")
+ATTACKS = ("bayesian", "linear", "whitened", "reconstruction", "stacked")
 #: best-response opponents and their Table 4 rows (Fig. 1b).
 BEST_RESPONSES: dict[str, tuple[str, PaperAUC]] = {
     "lrt": ("fixed-LRT best-response defender", (0.9124, 0.0026)),

@@ -90,7 +90,7 @@ def test_simulator_returning_wrong_shapes(small_world) -> None:
     )
     message = r"`simulate` must return memberships of shape \(5, 40\), got \(5, 39\)\."
     with pytest.raises(DataFormatError, match=message):
-        get_attack("linear", n_shadow_releases=5).fit(broken)
+        get_attack("linear", n_shadow_releases=5, validation_releases=5).fit(broken)
 
 
 def test_non_differentiable_attacks_say_so(small_world) -> None:

@@ -157,7 +157,7 @@ def test_composition_with_fixed_gaussian_mechanisms(small_population, tmp_path):
 
 
 def test_shrinkage_targets_the_population_mean_stays_in_unit_interval_and_is_saved(small_population, tmp_path):
-    game = _game(small_population, kappa=0.0, shrink_lr=5.0, steps=6)
+    game = _game(small_population, kappa=0.0, shrink_lr=5.0, steps=6, shrink_init=0.0, select_defender=False)
     expected = small_population.genotypes.mean(axis=0)  # f(theta) for the uniform n-of-K prior
     np.testing.assert_allclose(game.defender.shrink_target.numpy(), expected, atol=1e-6)
     summary = game.train(tmp_path, progress=False)
@@ -213,3 +213,63 @@ def test_the_best_state_against_a_refitted_attacker_is_kept_and_saved(small_popu
     assert checkpoint["best_step"] == step
     unselected = _game(small_population, kappa=1.5, steps=4, select_defender=False).train(tmp_path / "b", progress=False)
     assert unselected["selected"] is None
+
+
+def test_training_starts_at_the_data_independent_release(small_population):
+    """Defaults: alpha = 1, G's output layer at zero and sigma = 0, so before any step every
+    release is exactly f(theta), the statistic of the prior-mean membership, whoever is in D."""
+    game = _game(small_population)
+    b, r = game._draw(16)
+    game.defender.eval()
+    with torch.no_grad():
+        x, x_hat = game._release(b, r)
+    expected = torch.as_tensor(small_population.genotypes.mean(axis=0), dtype=torch.float32)
+    torch.testing.assert_close(x, expected.expand_as(x), atol=1e-6, rtol=0)
+    assert float((x_hat - expected).abs().max()) > 0.05  # while the datasets' statistics differ
+
+
+def test_full_rank_noise_is_per_attribute_gaussian(small_population):
+    """sigma * e with e ~ N(0, I_|Q|): with the network silent and no shrinkage, xi_j / sigma_j is
+    standard normal and independent across attributes (its covariance has full rank)."""
+    from bngp.players import Defender, DefenderSpec
+
+    n_out = small_population.n_attributes
+    defender = Defender(DefenderSpec(40, n_out, noise_dim=3, full_rank_noise=True))
+    defender.eval()
+    with torch.no_grad():
+        defender.net[-1].weight.zero_()
+        defender.net[-1].bias.zero_()
+        defender.noise_scale.copy_(torch.linspace(0.01, 0.1, n_out))
+        generator = torch.Generator().manual_seed(0)
+        r = defender.sample_r(4000, generator)
+        assert r.shape == (4000, 3 + n_out)
+        xi = defender(torch.zeros((4000, 40)), r)
+    standardised = xi / defender.noise_scale
+    assert float(standardised.std(dim=0).sub(1).abs().max()) < 0.08  # sd of a 4000-draw sd: 0.011
+    assert int(torch.linalg.matrix_rank(torch.cov(xi.T))) == n_out
+
+
+def test_utility_budget_keeps_a_state_within_the_budget(small_population, tmp_path):
+    """Under --objective utility-budget only states that meet the budget on held-out draws are
+    kept (within 2%): with a budget 5% above the data-independent release's loss (the state
+    training starts from), the states the game visits above the budget are never kept, however
+    little they leak.  Before the fix the selection scored leakage + multiplier * (loss - budget)
+    and kept a state at 0.0337 for a budget of 0.03 (K = 100, |Q| = 300)."""
+    start = _game(small_population).evaluate_heldout()["heldout_utility_loss"]
+    budget = 1.05 * start
+    game = _game(small_population, objective="utility-budget", budget=budget, steps=60, attacker_refit_every=5,
+                 eval_every=10, checkpoint_every=60)
+    summary = game.train(tmp_path, progress=False)
+    assert max(row["heldout_utility_loss"] for row in summary["history"]) > 1.1 * budget  # infeasible states were visited
+    assert summary["selected"]["heldout_utility_loss"] <= 1.02 * budget
+    assert summary["budget"]["met"] and summary["budget"]["budget"] == budget
+
+
+def test_fresh_check_reports_exploitability(small_population, tmp_path):
+    summary = _game(small_population, fresh_check_steps=5, steps=4).train(tmp_path, progress=False)
+    check, exploit = summary["fresh_attacker_check"], summary["exploitability"]
+    assert exploit["strongest_fresh_auc"] == max(check["auc"], check["linear_auc"], check["whitened_auc"])
+    assert exploit["gap"] == pytest.approx(exploit["strongest_fresh_auc"] - exploit["in_game_auc"])
+    curve = check["linear_learning_curve"]
+    assert curve["releases"][0] == 500 and all(b == 2 * a or b == curve["releases"][-1]
+                                               for a, b in zip(curve["releases"], curve["releases"][1:]))
