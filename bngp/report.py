@@ -9,7 +9,7 @@ import numpy as np
 from bngp.io_utils import atomic_write
 from bngp.metrics import roc_curve
 
-__all__ = ["plot_roc", "evaluation_markdown"]
+__all__ = ["plot_roc", "plot_learning_curves", "evaluation_markdown"]
 
 
 def plot_roc(
@@ -41,6 +41,35 @@ def plot_roc(
     axis.set_ylim(0, 1.01)
     axis.set_title(title)
     axis.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    with atomic_write(path) as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)
+    return Path(path)
+
+
+def plot_learning_curves(curves: dict[str, dict], path: str | Path, title: str = "Attackers fitted to convergence") -> Path:
+    """Validation AUC against shadow releases (log scale), one line per attack
+    (``curves[name]`` = a :class:`bngp.ridge.LearningCurve` as a dict); a converged curve ends
+    with a filled marker."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5.2, 3.8), dpi=120)
+    for name, curve in curves.items():
+        line = axis.plot(curve["releases"], curve["auc"], marker="o", markerfacecolor="none", label=name)[0]
+        if curve["converged"]:
+            axis.plot(curve["releases"][-1:], curve["auc"][-1:], marker="o", color=line.get_color())
+    axis.set_xscale("log")
+    sizes = sorted({n for curve in curves.values() for n in curve["releases"]})
+    axis.set_xticks(sizes, [f"{n:,}" for n in sizes], fontsize=7)
+    axis.minorticks_off()
+    axis.set_xlabel("shadow releases")
+    axis.set_ylabel("validation AUC")
+    axis.set_title(title, fontsize=10)
+    axis.legend(fontsize=8, title="filled: converged", title_fontsize=7)
     figure.tight_layout()
     with atomic_write(path) as handle:
         figure.savefig(handle, format="png")

@@ -15,26 +15,41 @@ from bngp.errors import BNGPError
 
 __all__ = ["main", "build_parser"]
 
-#: sub-command modules under ``bngp.cli`` in the order shown by ``bngp --help``.
-COMMAND_MODULES = ("demo", "simulate", "train", "evaluate", "release", "audit", "audit_mechanism")
+#: sub-command -> (module under ``bngp.cli``, one-line help), in the order ``bngp --help`` shows.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "end-to-end demonstration on built-in defaults"),
+    "simulate": ("simulate", "simulate a population and reference panel"),
+    "train": ("train", "train a defender G(b, r) in the BNGP game"),
+    "evaluate": ("evaluate", "evaluate attacks against a defense (ROC/AUC)"),
+    "release": ("release", "release noisy frequencies of a member list, or many shadow releases"),
+    "audit": ("audit", "empirical lower bound on eps from attack scores"),
+    "audit-mechanism": ("audit_mechanism", "empirical eps lower bound of the release under a defense (canaries or PANORAMIA)"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every registered sub-command."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser.  Only ``command``'s module is imported and given its full options
+    (every command's when ``command`` is ``"all"``); the others are listed by name and help, so
+    that ``bngp --help`` and ``bngp audit ...`` never import torch."""
     parser = argparse.ArgumentParser(
         prog="bngp",
         description="Bayes-Nash generative privacy for released summary statistics.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(f"bngp.cli.{module_name}").add_parser(subparsers)
+    for name, (module_name, text) in COMMANDS.items():
+        if command in (name, "all"):
+            importlib.import_module(f"bngp.cli.{module_name}").add_parser(subparsers)
+        else:
+            subparsers.add_parser(name, help=text)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``bngp`` console script; returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    parser = build_parser(command if command in COMMANDS else None)
+    args = parser.parse_args(arguments)
     try:
         return int(args.func(args) or 0)
     except (BNGPError, ValueError, OSError) as exc:

@@ -1,6 +1,11 @@
-"""``bngp audit SCORES.csv --method M --out AUDIT.json``: empirical lower bound on eps.
+"""``bngp audit SCORES.csv|SCORES.npz --method M --out AUDIT.json``: empirical lower bound on eps.
 
-The CSV has a header row.  Columns read per method:
+SCORES.npz is the file ``bngp evaluate --scores-out`` writes (``labels`` and one
+``NAME_scores`` array per attack, releases x individuals); ``--attack NAME`` picks the attack
+(needed when the file holds several), and its scores and labels over every release and
+individual become the ``score`` and ``member`` columns.
+
+A CSV has a header row.  Columns read per method:
 
 * ``clopper-pearson``, ``gdp``, ``one-run``: ``score,member`` (member = 1, higher = member);
 * ``panoramia``: ``score,member,baseline_score`` (MIA score, label, baseline score), or only
@@ -13,6 +18,8 @@ and exit code 2 before anything is written.
 """
 
 from __future__ import annotations
+
+from bngp.cli import COMMANDS
 
 import argparse
 import csv
@@ -39,7 +46,23 @@ from bngp.errors import DataFormatError, InputError
 from bngp.io_utils import write_json
 from bngp.validation import check_finite_array, check_readable_file
 
-__all__ = ["METHODS", "add_parser", "read_columns", "run"]
+__all__ = ["METHODS", "INPUT_FORMATS", "add_parser", "read_columns", "read_scores_npz", "run"]
+
+#: the input formats, as --help shows them.
+INPUT_FORMATS = """input formats:
+  SCORES.csv  a header row, then one row per example; columns by method:
+                clopper-pearson, gdp, one-run: score,member
+                panoramia: score,member,baseline_score (or score,member with --real-nonmembers)
+                bits: guess,bit
+              member = 1 for members, 0 otherwise; higher score = more likely member.
+              Example:
+                score,member
+                0.93,1
+                -0.20,0
+  SCORES.npz  the file `bngp evaluate --scores-out SCORES.npz` writes: `labels` and
+              `NAME_scores` (releases x individuals) per attack; --attack NAME picks one.
+              Every (release, individual) pair is one example: score = the attack's
+              score, member = the label.  Not for --method bits."""
 
 #: audit methods of the command.
 METHODS = ("clopper-pearson", "one-run", "gdp", "panoramia", "bits")
@@ -63,13 +86,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     """Register the ``audit`` sub-command."""
     parser = subparsers.add_parser(
         "audit",
-        help="empirical lower bound on eps from attack scores",
+        help=COMMANDS["audit"][1],
         description=(
             "Turn membership scores (or bit guesses) into a statistically valid lower bound on "
             "the privacy loss eps and write it to AUDIT.json."
         ),
+        epilog=INPUT_FORMATS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("scores", metavar="SCORES.csv", help="CSV with a header row (columns depend on --method)")
+    parser.add_argument("scores", metavar="SCORES", help="SCORES.csv (header row, columns below) or the SCORES.npz of "
+                        "`bngp evaluate --scores-out`")
+    parser.add_argument("--attack", default=None, metavar="NAME",
+                        help="with SCORES.npz: the attack whose scores to audit (default: the only one in the file)")
     parser.add_argument("--method", required=True, choices=METHODS, help="audit method")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence 1 - beta in (0, 1) (default 0.95)")
     parser.add_argument(
@@ -100,6 +128,36 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
+def read_scores_npz(path: str | Path, attack: str | None) -> dict[str, np.ndarray]:
+    """``score`` and ``member`` columns from the SCORES.npz of ``bngp evaluate --scores-out``."""
+    path = check_readable_file("SCORES", path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except Exception as exc:  # zipfile/numpy raise several types for corrupt files
+        raise DataFormatError(f"{path} is not a readable .npz file ({type(exc).__name__}).") from exc
+    names = sorted(key[: -len("_scores")] for key in arrays if key.endswith("_scores"))
+    if "labels" not in arrays or not names:
+        raise DataFormatError(f"{path} is not a scores file of `bngp evaluate --scores-out` (needs labels and NAME_scores).")
+    if attack is None:
+        if len(names) > 1:
+            raise InputError(f"{path} holds the scores of several attacks ({', '.join(names)}): choose one with --attack.")
+        attack = names[0]
+    if attack not in names:
+        raise InputError(f"{path} has no scores of attack {attack!r} (it has: {', '.join(names)}).")
+    scores, labels = arrays[f"{attack}_scores"], arrays["labels"]
+    if scores.shape != labels.shape:
+        raise DataFormatError(f"{path}: `{attack}_scores` {scores.shape} and `labels` {labels.shape} differ in shape.")
+    return {"score": scores.astype(np.float64).ravel(), "member": labels.astype(np.float64).ravel()}
+
+
+def _is_npz(path: str | Path) -> bool:
+    """True for a zip archive (what numpy's savez writes), whatever the file is called."""
+    path = check_readable_file("SCORES", path)
+    with path.open("rb") as handle:
+        return handle.read(4) == b"PK\x03\x04"
+
+
 def read_columns(path: str | Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Read the named numeric columns of a CSV file with a header row.
 
@@ -107,6 +165,13 @@ def read_columns(path: str | Path, names: tuple[str, ...]) -> dict[str, np.ndarr
     :class:`DataFormatError` naming the line.  ``nan`` parses (and is rejected later).
     """
     path = check_readable_file("SCORES.csv", path)
+    try:
+        return _read_csv(path, names)
+    except UnicodeDecodeError:
+        raise DataFormatError(f"{path} is not a CSV text file (see `bngp audit --help` for the formats).") from None
+
+
+def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     with path.open(newline="") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
@@ -155,6 +220,16 @@ def _scores_and_members(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.
 def _audit(args: argparse.Namespace, delta: float) -> tuple[Any, dict[str, Any], int]:
     """Run the chosen audit; returns (result, extra payload entries, number of rows)."""
     method = args.method
+    from_npz = _is_npz(args.scores)
+    if from_npz and (method == "bits" or (method == "panoramia" and not args.real_nonmembers)):
+        raise InputError("a SCORES.npz holds scores and memberships only: use a CSV for --method bits and for "
+                         "panoramia without --real-nonmembers.")
+    if args.attack is not None and not from_npz:
+        raise InputError("`--attack` applies only to a SCORES.npz of `bngp evaluate --scores-out`.")
+
+    def columns_of(names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        return read_scores_npz(args.scores, args.attack) if from_npz else read_columns(args.scores, names)
+
     if method == "bits":
         columns = read_columns(args.scores, ("guess", "bit"))
         bits = check_labels("bit", columns["bit"])
@@ -171,12 +246,12 @@ def _audit(args: argparse.Namespace, delta: float) -> tuple[Any, dict[str, Any],
     if method == "panoramia":
         real = bool(args.real_nonmembers)
         names = ("score", "member") if real else ("score", "member", "baseline_score")
-        columns = read_columns(args.scores, names)
+        columns = columns_of(names)
         scores, members = _scores_and_members(columns)
         baseline = None if real else check_finite_array("baseline_score", columns["baseline_score"], ndim=1)
         result = panoramia_audit(scores, members, baseline, confidence=args.confidence, gamma=args.gamma or 0.0)
         return result, {}, scores.shape[0]
-    columns = read_columns(args.scores, ("score", "member"))
+    columns = columns_of(("score", "member"))
     scores, members = _scores_and_members(columns)
     if method == "one-run":
         if args.k_plus is None:
@@ -221,6 +296,7 @@ def run(args: argparse.Namespace) -> int:
         "command": "audit",
         "method": args.method,
         "input": str(args.scores),
+        **({"attack": args.attack} if args.attack else {}),
         "rows": rows,
         "epsilon_lb": result.epsilon_lb,
         "confidence": confidence,

@@ -12,6 +12,8 @@ input gives a one-line error and exit code 2 before anything is written.
 
 from __future__ import annotations
 
+from bngp.cli import COMMANDS
+
 import argparse
 import time
 
@@ -27,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     """Register the ``audit-mechanism`` sub-command."""
     parser = subparsers.add_parser(
         "audit-mechanism",
-        help="empirical eps lower bound of the release under a defense (canaries or PANORAMIA)",
+        help=COMMANDS["audit-mechanism"][1],
         description=(
             "Run the allele-frequency release under a defense on audit datasets, attack it and turn the "
             "attack's scores into an empirical lower bound on eps (one-run, many-run) or PANORAMIA's "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bngp.cli import COMMANDS
+
 import argparse
 
 from bngp.demo import DemoConfig, run_demo
@@ -9,7 +11,9 @@ from bngp.demo import DemoConfig, run_demo
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     defaults = DemoConfig()
-    parser = subparsers.add_parser("demo", help="end-to-end demonstration on built-in defaults")
+    parser = subparsers.add_parser(
+        "demo",
+        help=COMMANDS["demo"][1],)
     parser.add_argument("--out", default="bngp-demo", metavar="DIR", help="output directory (default bngp-demo)")
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender training steps")
     parser.add_argument("--seed", type=int, default=defaults.seed)

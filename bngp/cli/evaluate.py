@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bngp.cli import COMMANDS
+
 import argparse
 import json
 from pathlib import Path
@@ -12,12 +14,14 @@ from attacks.registry import parse_attack_names
 from bngp.cli.common import add_population_args, load_population_and_prior
 from bngp.evaluate import evaluate_defense
 from bngp.io_utils import atomic_write, write_json, write_text
-from bngp.report import evaluation_markdown, plot_roc
+from bngp.report import evaluation_markdown, plot_learning_curves, plot_roc
 from defenses.registry import DefenseContext, parse_defense_spec
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("evaluate", help="evaluate attacks against a defense (ROC/AUC)")
+    parser = subparsers.add_parser(
+        "evaluate",
+        help=COMMANDS["evaluate"][1],)
     add_population_args(parser)
     parser.add_argument("--defense", required=True, metavar="SPEC",
                         help="none | run:RUN_DIR | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | rr:epsilon=E ...")
@@ -43,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
     plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,
              title=f"Attacks vs {args.defense}", baseline_loss=result.utility["data_independent_utility_loss"])
     payload["roc_plot"] = str(plot_path)
+    curves = {name: entry["learning_curve"] for name, entry in payload["attacks"].items() if "learning_curve" in entry}
+    if curves:
+        curve_path = plot_path.with_name(plot_path.stem + ".learning.png")
+        plot_learning_curves(curves, curve_path, title=f"Learning curves vs {args.defense}")
+        payload["learning_curve_plot"] = str(curve_path)
     if args.scores_out:
         with atomic_write(args.scores_out) as handle:
             np.savez_compressed(handle, labels=result.labels,

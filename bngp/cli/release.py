@@ -19,6 +19,8 @@ is calibrated for that row's number of members (``DefenseContext(population, n)`
 
 from __future__ import annotations
 
+from bngp.cli import COMMANDS
+
 import argparse
 import math
 import os
@@ -67,7 +69,7 @@ _SOURCES = ("--members-file", "--draws", "--memberships-file")
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "release",
-        help="release noisy frequencies of a member list, or many shadow releases",
+        help=COMMANDS["release"][1],
         description="Publish noisy summary statistics under a defense. Give exactly one of --members-file "
         "(one release), --draws with --members (M releases of memberships drawn from the prior) or "
         "--memberships-file (one release per row of a 0/1 matrix).",

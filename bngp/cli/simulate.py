@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bngp.cli import COMMANDS
+
 import argparse
 
 from bngp.data.npz import save_population
@@ -10,7 +12,9 @@ MODELS = ("stdpopsim", "independent")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("simulate", help="simulate a population and reference panel")
+    parser = subparsers.add_parser(
+        "simulate",
+        help=COMMANDS["simulate"][1],)
     parser.add_argument("--individuals", type=int, required=True, metavar="K")
     parser.add_argument("--reference", type=int, required=True, metavar="R")
     parser.add_argument("--snvs", type=int, required=True, metavar="Q")

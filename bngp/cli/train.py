@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bngp.cli import COMMANDS
+
 import argparse
 import json
 
@@ -15,7 +17,9 @@ from defenses.registry import DefenseContext, parse_defense_spec
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     defaults = GameConfig()
-    parser = subparsers.add_parser("train", help="train a defender G(b, r) in the BNGP game")
+    parser = subparsers.add_parser(
+        "train",
+        help=COMMANDS["train"][1],)
     add_population_args(parser)
     parser.add_argument("--kappa", type=float, default=0.0, help="privacy-utility trade-off weight (>= 0)")
     parser.add_argument("--kappa-file", metavar="W.npy", help="per-attribute weights kappa_j (overrides --kappa)")

@@ -142,3 +142,47 @@ def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, capsys, file_ke
     assert err.startswith("bngp audit: error: ") and err.count("\n") == 1, err
     assert not out.exists()
     assert stdout == ""
+
+
+def test_audit_reads_the_scores_file_of_evaluate(tmp_path, capsys):
+    """`bngp evaluate --scores-out` writes labels and NAME_scores (releases x individuals); the
+    audit of one attack's scores equals the library's audit of the flattened arrays."""
+    rng = np.random.default_rng(4)
+    labels = (rng.random((6, 50)) < 0.5).astype(np.int8)
+    scores = rng.normal(size=labels.shape) + 1.5 * labels
+    path = tmp_path / "scores.npz"
+    np.savez_compressed(path, labels=labels, linear_scores=scores, lrt_scores=-scores)
+    out = tmp_path / "audit.json"
+    code, _, err = _run(["audit", str(path), "--method", "clopper-pearson", "--attack", "linear", "--out", str(out)], capsys)
+    assert code == 0, err
+    expected = many_run_audit(scores.ravel(), labels.ravel().astype(np.float64), confidence=0.95)
+    payload = json.loads(out.read_text())
+    assert payload["epsilon_lb"] == pytest.approx(expected.epsilon_lb) and payload["attack"] == "linear"
+    code, _, err = _run(["audit", str(path), "--method", "clopper-pearson", "--out", str(out)], capsys)
+    assert code == 2 and "--attack" in err and len(err.strip().splitlines()) == 1
+    renamed = tmp_path / "scores.csv"  # an .npz under a CSV name is still recognised
+    renamed.write_bytes(path.read_bytes())
+    code, _, err = _run(["audit", str(renamed), "--method", "gdp", "--attack", "lrt", "--out", str(out)], capsys)
+    assert code == 0, err
+    code, _, err = _run(["audit", str(path), "--method", "bits", "--out", str(out)], capsys)
+    assert code == 2 and "bits" in err
+
+
+def test_binary_file_that_is_not_csv_is_named(tmp_path, capsys):
+    path = tmp_path / "scores.csv"
+    path.write_bytes(bytes(range(256)) * 4)
+    code, _, err = _run(["audit", str(path), "--method", "gdp", "--out", str(tmp_path / "a.json")], capsys)
+    assert code == 2 and str(path) in err and "not a CSV text file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_help_of_audit_does_not_import_torch():
+    """`bngp --help` and `bngp audit --help` import only what the audit needs (numpy, scipy)."""
+    import subprocess
+    import sys
+
+    for argv in (["--help"], ["audit", "--help"]):
+        code = ("import sys; from bngp.cli import main\n"
+                f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+                "print('torch' in sys.modules)")
+        output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert output.strip().splitlines()[-1] == "False"

@@ -52,7 +52,7 @@ def test_train_evaluate_release_end_to_end(tiny_run, small_population_file, smal
     assert code == 0, err
     payload = json.loads(out.read_text())
     entry = payload["attacks"]["bayesian"]
-    assert 0 <= entry["auc"] <= 1 and entry["auc_std"] >= 0
+    assert len(entry["auc_per_release"]) == 3 and entry["auc"] == pytest.approx(np.mean(entry["auc_per_release"]))
     assert set(entry["tpr_at_fpr"]) == {"0.1", "0.01", "0.001"}
     assert isinstance(payload["utility_loss"], float) and "advantage" in entry
     assert 0 < entry["bgp_risk"] and entry["prior_entropy"] == pytest.approx(np.log(2))
@@ -73,6 +73,32 @@ def test_train_evaluate_release_end_to_end(tiny_run, small_population_file, smal
                          "--members-file", ids, "--seed", 2, "--out", release)
     with np.load(release) as data:
         assert np.allclose(data["release"], small_population.genotypes[:20].mean(0), atol=1e-6)
+
+
+def test_evaluate_reports_the_baseline_and_the_learning_curves(small_population_file, small_population, tmp_path, capsys):
+    """The JSON, Markdown and plots carry the data-independent release (its utility loss recomputed
+    here from the evaluation's memberships: mean |f(theta) - f(D)|, f(theta) the population mean
+    under the uniform prior) and the learning curve of the converged linear attack."""
+    out, scores = tmp_path / "eval.json", tmp_path / "scores.npz"
+    code, stdout, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                                "--defense", "laplace:scale=0.05", "--attacks", "linear", "--releases", 4,
+                                "--seed", 2, "--out", out, "--scores-out", scores)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    with np.load(scores) as data:
+        labels = data["labels"].astype(np.float64)
+    genotypes = small_population.genotypes.astype(np.float64)
+    expected = np.abs(genotypes.mean(axis=0) - labels @ genotypes / 20).mean()
+    utility = payload["utility"]
+    assert utility["data_independent_utility_loss"] == pytest.approx(expected, rel=1e-5)
+    assert utility["relative_error"] == pytest.approx(utility["utility_loss"] / expected, rel=1e-5)
+    assert 0.1 < utility["signal_retention"] < 1.0  # noisy, but keeps part of the signal
+    curve = payload["attacks"]["linear"]["learning_curve"]
+    assert curve["releases"][0] == 500 and len(curve["releases"]) == len(curve["auc"])
+    markdown = out.with_suffix(".md").read_text()
+    assert "data-independent release f(theta) (baseline)" in markdown and "Learning curves" in markdown
+    assert (tmp_path / "eval.learning.png").is_file() and payload["learning_curve_plot"].endswith("eval.learning.png")
+    assert json.loads(stdout)["data_independent_utility_loss"] == pytest.approx(expected, abs=1e-6)
 
 
 def test_evaluate_is_deterministic(small_population_file, tmp_path, capsys):
