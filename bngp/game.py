@@ -51,6 +51,7 @@ from bngp.io_utils import atomic_write, write_json
 from bngp.mechanism import ComposedMechanism, SummaryStatistics
 from bngp.metrics import auc, binary_entropy, release_aucs
 from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec
+from bngp.run_dir import commit_run, open_run
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
     affine_calibration,
@@ -71,6 +72,9 @@ SUMMARY_FILE = "summary.json"
 #: held-out draws on which an in-game refit chooses the ridge penalty (by AUC), compares the ridge
 #: head with the population inversion, and scores the defender for selection.
 REFIT_VALIDATION_DRAWS = 500
+#: the largest trade-off weight: larger ones overflow the float32 losses (kappa = 1e6 already
+#: makes a utility loss of 1e-6 outweigh any leakage, at most log 2 nats per individual).
+KAPPA_MAX = 1e6
 #: selection score offset of defender states that miss their budget (they rank after every state that meets it).
 INFEASIBLE = 1e3
 
@@ -202,12 +206,12 @@ class GameConfig:
                 raise InputError(f"`{name}` must be >= 1, got {getattr(self, name)}.")
         if self.batch_size < 2:
             raise InputError(f"`batch_size` must be >= 2 (batch normalisation), got {self.batch_size}.")
-        if not math.isfinite(self.kappa) or self.kappa < 0:
-            raise InputError(f"`kappa` must be a finite number >= 0, got {self.kappa}.")
+        if not (math.isfinite(self.kappa) and 0 <= self.kappa <= KAPPA_MAX):
+            raise InputError(f"`kappa` must be a number in [0, {KAPPA_MAX:g}], got {self.kappa}.")
         if self.kappa_vector is not None:
             values = np.asarray(self.kappa_vector, dtype=np.float64)
-            if values.ndim != 1 or not np.all(np.isfinite(values)) or np.any(values < 0):
-                raise InputError("`kappa_vector` must be a 1-D array of finite numbers >= 0.")
+            if values.ndim != 1 or not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values > KAPPA_MAX):
+                raise InputError(f"`kappa_vector` must be a 1-D array of numbers in [0, {KAPPA_MAX:g}].")
         if self.objective != "preference":
             if self.budget is None or not math.isfinite(self.budget) or self.budget < 0:
                 raise InputError(f"`budget` must be a finite number >= 0 for objective {self.objective!r}, got {self.budget}.")
@@ -599,7 +603,10 @@ class Game:
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Restore a checkpoint written by :meth:`save_checkpoint` (safe loading)."""
-        payload = torch.load(path, weights_only=True, map_location="cpu")
+        try:
+            payload = torch.load(path, weights_only=True, map_location="cpu")
+        except Exception as exc:  # torch raises several unrelated types for corrupt files
+            raise TrainingError(f"{path} is not a readable bngp training checkpoint ({type(exc).__name__}).") from None
         if not isinstance(payload, dict) or payload.get("format") != "bngp-checkpoint-1":
             raise TrainingError(f"{path} is not a bngp training checkpoint.")
         if payload["fingerprint"] != population_fingerprint(self.population.genotypes):
@@ -624,25 +631,26 @@ class Game:
             self.best = (float(payload["best_score"]), int(payload["best_step"]), payload["best_defender"])
 
     # -- the loop ---------------------------------------------------------------------------
-    def train(self, run_dir: str | Path, *, resume: bool = False, progress: bool = True) -> dict:
-        """Train to ``config.steps`` defender steps, writing the run directory.
+    def train(self, run_dir: str | Path, *, resume: bool = False, force: bool = False, progress: bool = True) -> dict:
+        """Train to ``config.steps`` defender steps, writing the run directory as a transaction.
 
-        RUN_DIR receives ``config.json``, ``checkpoint.pt`` (resumable), ``defender.pt`` (the
-        trained G), ``tensorboard/`` (scalars) and ``summary.json`` (history, collapse report,
-        fresh-attacker check; ``final`` is the last training evaluation, ``selected`` the restored
-        best state of ``GameConfig.select_defender`` with its held-out evaluation).  Returns the summary.
+        The run is written in ``RUN_DIR.incomplete`` and moved to RUN_DIR only when complete,
+        with a ``manifest.json`` (:mod:`bngp.run_dir`): ``config.json``, ``checkpoint.pt``
+        (resumable), ``defender.pt`` (the trained G), ``tensorboard/`` (scalars) and
+        ``summary.json`` (history, collapse report, fresh-attacker check; ``final`` is the last
+        training evaluation, ``selected`` the restored best state of ``GameConfig.select_defender``
+        with its held-out evaluation).  An existing RUN_DIR is replaced only with ``force``;
+        ``resume`` continues an interrupted (or complete) run from its last checkpoint.
+        Returns the summary.
         """
         from torch.utils.tensorboard import SummaryWriter
 
-        run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        checkpoint = run_dir / CHECKPOINT_FILE
+        work = open_run(run_dir, resume=resume, force=force, checkpoint=CHECKPOINT_FILE)
+        checkpoint = work / CHECKPOINT_FILE
         if resume:
-            if not checkpoint.is_file():
-                raise TrainingError(f"cannot resume: no checkpoint in {run_dir}.")
             self.load_checkpoint(checkpoint)
-        write_json(run_dir / CONFIG_FILE, self._run_config())
-        writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+        write_json(work / CONFIG_FILE, self._run_config())
+        writer = SummaryWriter(log_dir=str(work / "tensorboard"))
         bar = tqdm(total=self.config.steps, initial=self.step, desc="bngp train", disable=not progress)
         try:
             while self.step < self.config.steps:
@@ -657,8 +665,12 @@ class Game:
         finally:
             bar.close()
         selection = self._restore_best()
-        summary = self._finish(run_dir, writer, progress, selection)
-        writer.close()
+        try:
+            summary = self._finish(work, writer, progress, selection)
+        finally:
+            writer.close()
+        commit_run(work, run_dir, {"config": self.config.to_dict(), "seed": self.config.seed,
+                                   "population_fingerprint": population_fingerprint(self.population.genotypes)})
         return summary
 
     def _restore_best(self) -> dict[str, Any] | None:

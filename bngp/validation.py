@@ -5,6 +5,7 @@ All checks raise :class:`bngp.errors.InputError` (or :class:`DataFormatError` fo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ __all__ = [
     "check_finite_array",
     "check_in_open_interval",
     "check_nonnegative",
+    "check_output_file",
     "check_positive_int",
     "check_probability_vector",
     "check_readable_file",
@@ -104,4 +106,23 @@ def check_readable_file(name: str, path: str | Path) -> Path:
             pass
     except OSError as exc:
         raise MissingFileError(f"`{name}` file cannot be read: {path} ({exc.strerror})") from exc
+    return path
+
+
+def check_output_file(flag: str, path: str | Path, *, parent_must_exist: bool = True) -> Path:
+    """Fail before any work unless the output file ``path`` (given as ``flag``) can be written:
+    not an existing directory, its directory existing (or, with ``parent_must_exist=False``,
+    to be created) and writable."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"`{flag}` {path} is an existing directory; give a file name.")
+    parent = path.parent
+    if not parent.exists():
+        if parent_must_exist:
+            raise MissingFileError(f"`{flag}` directory does not exist: {parent}")
+        return path
+    if not parent.is_dir():
+        raise InputError(f"`{flag}` {path}: {parent} is not a directory.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"`{flag}` directory is not writable: {parent}")
     return path

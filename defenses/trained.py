@@ -15,6 +15,7 @@ import torch
 from bngp.artifacts import DEFENDER_FILE, DefenderArtifact, load_defender
 from bngp.errors import DataFormatError, MissingFileError
 from bngp.mechanism import ComposedMechanism, Mechanism, SummaryStatistics
+from bngp.run_dir import verify_run
 from defenses.base import Defense
 from defenses.registry import DefenseContext, register_defense
 
@@ -61,11 +62,11 @@ class TrainedDefense(Defense):
 
 
 def load_run_defense(run_dir: str | Path, context: DefenseContext | None = None) -> TrainedDefense:
-    """Load ``RUN_DIR/defender.pt``; check it matches the context's population if given."""
+    """Load ``RUN_DIR/defender.pt`` of a complete run (:func:`bngp.run_dir.verify_run`); check it
+    matches the context's population if given."""
     run_dir = Path(run_dir)
     path = run_dir / DEFENDER_FILE
-    if not run_dir.is_dir():
-        raise MissingFileError(f"run directory not found: {run_dir}")
+    verify_run(run_dir)
     if not path.is_file():
         raise MissingFileError(f"no trained defender in {run_dir} (expected {DEFENDER_FILE}).")
     artifact = load_defender(path)

@@ -48,7 +48,9 @@ from bngp.data.genome import simulate_genome
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.evaluate import attack_knowledge, evaluate_defense
+from bngp.errors import BNGPError
 from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConfig
+from bngp.run_dir import staging_dir, verify_run
 from bngp.io_utils import atomic_write, write_json, write_text
 from defenses import Defense, DefenseContext, load_run_defense, parse_defense_spec
 
@@ -287,8 +289,10 @@ class Experiment:
         return replace(base, **overrides)
 
     def _completed(self, run_dir: Path, config: GameConfig) -> bool:
-        """True when ``run_dir`` holds a finished run of ``config`` on this population."""
-        if not (run_dir / SUMMARY_FILE).is_file() or not (run_dir / CONFIG_FILE).is_file():
+        """True when ``run_dir`` holds a complete run of ``config`` on this population."""
+        try:
+            verify_run(run_dir)
+        except BNGPError:
             return False
         saved = json.loads((run_dir / CONFIG_FILE).read_text())
         summary = json.loads((run_dir / SUMMARY_FILE).read_text())
@@ -308,9 +312,9 @@ class Experiment:
             self.log(f"{label}: reusing the finished run in {run_dir}")
             summary = json.loads((run_dir / SUMMARY_FILE).read_text())
         else:
-            resume = (run_dir / CHECKPOINT_FILE).is_file()
+            resume = (staging_dir(run_dir) / CHECKPOINT_FILE).is_file()
             self.log(f"{label}: training {config.steps} steps{' (resuming its checkpoint)' if resume else ''} -> {run_dir}")
-            summary = Game(self.population, self.prior, config).train(run_dir, resume=resume, progress=True)
+            summary = Game(self.population, self.prior, config).train(run_dir, resume=resume, force=True, progress=True)
         seconds = time.perf_counter() - start
         check = summary.get("fresh_attacker_check")
         self.trainings[label] = {

@@ -44,7 +44,7 @@ from bngp.audit.inputs import check_confidence, check_delta, check_labels, check
 from bngp.audit.results import to_jsonable
 from bngp.errors import DataFormatError, InputError
 from bngp.io_utils import write_json
-from bngp.validation import check_finite_array, check_readable_file
+from bngp.validation import check_finite_array, check_output_file, check_readable_file
 
 __all__ = ["METHODS", "INPUT_FORMATS", "add_parser", "read_columns", "read_scores_npz", "run"]
 
@@ -285,6 +285,7 @@ def _audit(args: argparse.Namespace, delta: float) -> tuple[Any, dict[str, Any],
 def run(args: argparse.Namespace) -> int:
     """Validate, audit, write AUDIT.json atomically and print a one-line summary."""
     _check_options(args)
+    check_output_file("--out", args.out, parent_must_exist=False)
     confidence = check_confidence(args.confidence)
     delta = check_delta(_DEFAULT_DELTA[args.method] if args.delta is None else args.delta)
     if args.method == "panoramia" and delta != 0.0:

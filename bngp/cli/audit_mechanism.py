@@ -20,6 +20,7 @@ import time
 from bngp.auditing import DEFAULT_RUNS, MODES, NEIGHBOURING, audit_mechanism
 from bngp.cli.common import add_population_args, load_population_and_prior
 from bngp.io_utils import write_json
+from bngp.validation import check_output_file
 from defenses.registry import DefenseContext, parse_defense_spec
 
 __all__ = ["add_parser", "run"]
@@ -87,6 +88,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     """Load, build the defense, audit, write AUDIT.json atomically, print a one-line summary."""
     start = time.perf_counter()
+    check_output_file("--out", args.out, parent_must_exist=False)
     population, _ = load_population_and_prior(args.population, args.members)
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
     result = audit_mechanism(

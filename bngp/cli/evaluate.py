@@ -6,15 +6,16 @@ from bngp.cli import COMMANDS
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 
 from attacks.registry import parse_attack_names
 from bngp.cli.common import add_population_args, load_population_and_prior
 from bngp.evaluate import evaluate_defense
+from bngp.errors import InputError
 from bngp.io_utils import atomic_write, write_json, write_text
 from bngp.report import evaluation_markdown, plot_learning_curves, plot_roc
+from bngp.validation import check_output_file
 from defenses.registry import DefenseContext, parse_defense_spec
 
 
@@ -35,6 +36,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out = check_output_file("--out", args.out, parent_must_exist=False)
+    plot_path = check_output_file("--plot", args.plot or out.with_suffix(".png"), parent_must_exist=False)
+    check_output_file("--out", out.with_suffix(".md"), parent_must_exist=False)
+    if args.scores_out:
+        check_output_file("--scores-out", args.scores_out, parent_must_exist=False)
+    if args.releases < 2:
+        raise InputError(f"`--releases` must be >= 2, got {args.releases}.")
     population, prior = load_population_and_prior(args.population, args.members)
     parse_attack_names(args.attacks)  # unknown names fail before any work
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
@@ -42,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
                               n_members=args.members, progress=False)
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense
-    out = Path(args.out)
-    plot_path = Path(args.plot) if args.plot else out.with_suffix(".png")
     plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,
              title=f"Attacks vs {args.defense}", baseline_loss=result.utility["data_independent_utility_loss"])
     payload["roc_plot"] = str(plot_path)

@@ -23,7 +23,6 @@ from bngp.cli import COMMANDS
 
 import argparse
 import math
-import os
 import sys
 import warnings
 import zipfile
@@ -37,11 +36,11 @@ from bngp.cli.common import add_population_args
 from bngp.data.npz import load_population
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
-from bngp.errors import DataFormatError, InputError, MissingFileError
+from bngp.errors import DataFormatError, InputError
 from bngp.io_utils import atomic_write
 from bngp.mechanism import Mechanism
 from bngp.rng import resolve_seed, spawn_seeds, torch_generator
-from bngp.validation import check_positive_int, check_readable_file
+from bngp.validation import check_output_file, check_positive_int, check_readable_file
 from defenses.base import Defense, sample_releases
 from defenses.registry import DefenseContext, parse_defense_spec
 
@@ -50,7 +49,6 @@ __all__ = [
     "MEMBERSHIP_SUFFIXES",
     "read_member_ids",
     "load_memberships",
-    "check_output_path",
     "simulate_releases",
     "save_npz",
 ]
@@ -184,26 +182,6 @@ def load_memberships(path: str | Path, n_individuals: int) -> np.ndarray:
     return memberships
 
 
-def check_output_path(path: str | Path, *, parent_must_exist: bool = True) -> Path:
-    """Fail early unless ``path`` can be written: not a directory, its directory writable.
-
-    With ``parent_must_exist=False`` a missing directory is accepted (atomic_write creates it).
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"`--out` {path} is an existing directory; give a file name such as {path / 'release.npz'}.")
-    parent = path.parent
-    if not parent.exists():
-        if parent_must_exist:
-            raise MissingFileError(f"`--out` directory does not exist: {parent}")
-        return path
-    if not parent.is_dir():
-        raise InputError(f"`--out` {path}: {parent} is not a directory.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"`--out` directory is not writable: {parent}")
-    return path
-
-
 # ---------------------------------------------------------------------------------------------
 # Releases.
 # ---------------------------------------------------------------------------------------------
@@ -312,12 +290,12 @@ def _check_sources(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     source = _check_sources(args)
     if source == "--members-file":
-        check_output_path(args.out, parent_must_exist=False)
+        check_output_file("--out", args.out, parent_must_exist=False)
         return _run_single(args)
     if args.seed < 0:
         raise InputError(f"`--seed` must be >= 0, got {args.seed}.")
     seed = resolve_seed(args.seed)
-    out = check_output_path(args.out)
+    out = check_output_file("--out", args.out)
     population = load_population(args.population)
     k = population.n_individuals
     if source == "--draws":

@@ -10,7 +10,7 @@ import json
 from bngp.cli.common import add_population_args, load_kappa_file, load_population_and_prior
 from bngp.errors import InputError
 from bngp.data.population import Population
-from bngp.game import OBJECTIVES, Game, GameConfig
+from bngp.game import KAPPA_MAX, OBJECTIVES, Game, GameConfig
 from defenses.dp import GaussianDefense
 from defenses.registry import DefenseContext, parse_defense_spec
 
@@ -42,7 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init)
     parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check_steps,
                         help="steps of the fresh attacker trained after training (0 = skip)")
-    parser.add_argument("--resume", action="store_true", help="continue from RUN_DIR/checkpoint.pt")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run (RUN_DIR.incomplete) or a complete one from its last checkpoint")
+    parser.add_argument("--force", action="store_true", help="replace an existing RUN_DIR when the new run completes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--out", required=True, metavar="RUN_DIR")
@@ -61,8 +63,8 @@ def composed_gaussian_sigmas(specs: list[str], population: Population, n_members
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.kappa < 0:
-        raise InputError(f"`--kappa` must be >= 0, got {args.kappa}.")
+    if not (0 <= args.kappa <= KAPPA_MAX):
+        raise InputError(f"`--kappa` must be in [0, {KAPPA_MAX:g}], got {args.kappa}.")
     if args.objective != "preference" and args.budget is None:
         raise InputError(f"`--budget` is required with --objective {args.objective}.")
     population, prior = load_population_and_prior(args.population, args.members)
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     game = Game(population, prior, config)
-    summary = game.train(args.out, resume=args.resume, progress=not args.quiet)
+    summary = game.train(args.out, resume=args.resume, force=args.force, progress=not args.quiet)
     final = summary["selected"] or summary["final"]
     report = {
         "run": args.out,
