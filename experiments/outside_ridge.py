@@ -46,12 +46,17 @@ def outside_ridge(
     cross = vectors.T @ (xc.T @ bc)
     val_rotated = (val_x - x_mean) @ vectors
     top = eigenvalues.max()
+
+    def solve(penalty: float) -> np.ndarray:
+        """diag(1 / (e + penalty * top)) V^T X_c^T B_c, zero where the releases do not vary."""
+        denominator = (eigenvalues + penalty * top)[:, None]
+        return np.divide(cross, denominator, out=np.zeros_like(cross), where=denominator > 1e-300)
+
     path = []
     for penalty in PENALTIES:
-        scores = val_rotated @ (cross / (eigenvalues + penalty * top)[:, None])
-        path.append(mean_release_auc(scores, val_b))
+        path.append(mean_release_auc(val_rotated @ solve(penalty), val_b))
     best = int(np.argmax(path))
-    weights = vectors @ (cross / (eigenvalues + PENALTIES[best] * top)[:, None])
+    weights = vectors @ solve(PENALTIES[best])
     test_scores = (test_x - x_mean) @ weights  # the same scores as on validation (see the docstring)
     return {
         "auc": mean_release_auc(test_scores, test_b),

@@ -66,6 +66,8 @@ def _evaluate(population, prior, defense, seed: int) -> dict:
 
 def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> dict:
     from bngp import GameConfig, Game, UniformSubsetPrior, simulate_genome
+    from bngp.errors import BNGPError
+    from bngp.run_dir import verify_run
     from defenses import load_run_defense
     from defenses.registry import DefenseContext, parse_defense_spec
 
@@ -75,14 +77,21 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> d
     run_dir = out / f"run_seed{seed}"
     config = GameConfig(kappa=kappa, seed=seed, **({"steps": steps} if steps else {}))
     train_started = time.perf_counter()
-    summary = Game(population, prior, config).train(run_dir, progress=False)
+    try:  # a complete run of this configuration (from an interrupted invocation) is reused
+        reused = verify_run(run_dir)["config"] == json.loads(json.dumps(config.to_dict()))
+    except BNGPError:
+        reused = False
+    if reused:
+        summary = json.loads((run_dir / "summary.json").read_text())
+    else:
+        summary = Game(population, prior, config).train(run_dir, force=True, progress=False)
     train_seconds = time.perf_counter() - train_started
     bngp = _evaluate(population, prior, load_run_defense(run_dir), seed)
     laplace = _evaluate(population, prior, parse_defense_spec(f"matched-laplace:run={run_dir}", DefenseContext(population, N)), seed)
     record = {
         "seed": seed,
         "config": config.to_dict(),
-        "train_seconds": train_seconds,
+        "train_seconds": None if reused else train_seconds,
         "selected": summary.get("selected"),
         "exploitability": summary.get("exploitability"),
         "bngp": bngp,
@@ -132,7 +141,7 @@ def report(records: list[dict]) -> str:
         utility = record["bngp"]["utility"]
         lines.append(f"- Seed {record['seed']}: the BNGP defender is {utility['verdict']} "
                      f"(loss {utility['utility_loss']:.4f} vs {utility['data_independent_utility_loss']:.4f}); "
-                     f"training {record['train_seconds']:.0f} s, seed total {record['wall_seconds']:.0f} s.")
+                     f"training {record['train_seconds'] or float('nan'):.0f} s, seed total {record['wall_seconds']:.0f} s.")
     return "\n".join(lines) + "\n"
 
 

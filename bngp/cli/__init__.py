@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(command if command in COMMANDS else None)
     args = parser.parse_args(arguments)
     try:
+        if getattr(args, "threads", None) is not None:
+            from bngp.cli.common import set_threads
+
+            set_threads(args.threads)
         return int(args.func(args) or 0)
     except (BNGPError, ValueError, OSError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -18,7 +18,7 @@ import argparse
 import time
 
 from bngp.auditing import DEFAULT_RUNS, MODES, NEIGHBOURING, audit_mechanism
-from bngp.cli.common import add_population_args, load_population_and_prior
+from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
 from bngp.io_utils import write_json
 from bngp.validation import check_output_file
 from defenses.registry import DefenseContext, parse_defense_spec
@@ -37,6 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
             "measurement; writes AUDIT.json."
         ),
     )
+    add_threads_arg(parser)
     add_population_args(parser, members=False)
     parser.add_argument(
         "--members",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 import numpy as np
 
@@ -12,7 +13,34 @@ from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
 from bngp.validation import check_readable_file
 
-__all__ = ["add_population_args", "load_population_and_prior", "load_kappa_file"]
+__all__ = ["add_population_args", "add_threads_arg", "default_threads", "set_threads", "load_population_and_prior",
+           "load_kappa_file"]
+
+
+def default_threads() -> int:
+    """Threads per process by default: 1 on machines of up to 2 cores (measured on this project's
+    2-core machine: torch training with its default threads on a busy machine ran 4-10x slower
+    than with one), else half the cores (at most 8)."""
+    cores = os.cpu_count() or 1
+    return 1 if cores <= 2 else min(8, cores // 2)
+
+
+def add_threads_arg(parser: argparse.ArgumentParser) -> None:
+    """--threads T (torch intra-op threads and the BLAS pools of numpy and scikit-learn)."""
+    parser.add_argument("--threads", type=int, default=default_threads(), metavar="T",
+                        help=f"CPU threads for torch and BLAS (default {default_threads()}: 1 on machines of up to "
+                             "2 cores, else half the cores, at most 8)")
+
+
+def set_threads(threads: int) -> None:
+    """Limit torch and the BLAS thread pools (numpy, scipy, scikit-learn) to ``threads``."""
+    if threads < 1:
+        raise InputError(f"`--threads` must be >= 1, got {threads}.")
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(threads)
+    threadpool_limits(threads)
 
 
 def add_population_args(parser: argparse.ArgumentParser, *, members: bool = True) -> None:

@@ -6,6 +6,7 @@ from bngp.cli import COMMANDS
 
 import argparse
 
+from bngp.cli.common import add_threads_arg
 from bngp.demo import DemoConfig, run_demo
 
 
@@ -14,6 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo",
         help=COMMANDS["demo"][1],)
+    add_threads_arg(parser)
     parser.add_argument("--out", default="bngp-demo", metavar="DIR", help="output directory (default bngp-demo)")
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender training steps")
     parser.add_argument("--seed", type=int, default=defaults.seed)

@@ -10,7 +10,7 @@ import json
 import numpy as np
 
 from attacks.registry import parse_attack_names
-from bngp.cli.common import add_population_args, load_population_and_prior
+from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
 from bngp.io_utils import atomic_write, write_json, write_text
@@ -23,6 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "evaluate",
         help=COMMANDS["evaluate"][1],)
+    add_threads_arg(parser)
     add_population_args(parser)
     parser.add_argument("--defense", required=True, metavar="SPEC",
                         help="none | run:RUN_DIR | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | rr:epsilon=E ...")

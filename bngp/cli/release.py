@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from bngp.cli.common import add_population_args
+from bngp.cli.common import add_population_args, add_threads_arg
 from bngp.data.npz import load_population
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
@@ -72,6 +72,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(one release), --draws with --members (M releases of memberships drawn from the prior) or "
         "--memberships-file (one release per row of a 0/1 matrix).",
     )
+    add_threads_arg(parser)
     add_population_args(parser, members=False)
     parser.add_argument("--defense", required=True, metavar="SPEC",
                         help="none | run:RUN_DIR | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | "

@@ -7,7 +7,7 @@ from bngp.cli import COMMANDS
 import argparse
 import json
 
-from bngp.cli.common import add_population_args, load_kappa_file, load_population_and_prior
+from bngp.cli.common import add_population_args, add_threads_arg, load_kappa_file, load_population_and_prior
 from bngp.errors import InputError
 from bngp.data.population import Population
 from bngp.game import KAPPA_MAX, OBJECTIVES, Game, GameConfig
@@ -20,6 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train",
         help=COMMANDS["train"][1],)
+    add_threads_arg(parser)
     add_population_args(parser)
     parser.add_argument("--kappa", type=float, default=0.0, help="privacy-utility trade-off weight (>= 0)")
     parser.add_argument("--kappa-file", metavar="W.npy", help="per-attribute weights kappa_j (overrides --kappa)")

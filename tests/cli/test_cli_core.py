@@ -259,3 +259,23 @@ def test_train_rejects_bad_composition_specs(small_population_file, tmp_path, ca
                            "--compose", spec, "--steps", 2, "--quiet", "--out", tmp_path / "run")
     assert_one_line_error(code, err, fragment)
     assert not (tmp_path / "run").exists()
+
+
+def test_threads_option_sets_torch_and_blas_pools(small_population_file, tmp_path, capsys):
+    import torch
+    from threadpoolctl import threadpool_info
+
+    before = torch.get_num_threads()
+    try:
+        code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                               "--defense", "none", "--attacks", "score", "--releases", 2, "--threads", 1,
+                               "--out", tmp_path / "e.json")
+        assert code == 0, err
+        assert torch.get_num_threads() == 1
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    finally:
+        torch.set_num_threads(before)
+    code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                           "--defense", "none", "--attacks", "score", "--threads", 0, "--out", tmp_path / "f.json")
+    assert_one_line_error(code, err, "--threads")
+    assert not (tmp_path / "f.json").exists()
