@@ -1,15 +1,15 @@
 """Membership-inference attacks on released summary statistics.
 
 Importing the package registers every attack: ``lrt``, ``adaptive-lrt``, ``optimal-lrt``
-(:mod:`attacks.lrt`), ``score``, ``homer`` (:mod:`attacks.tracing`), ``tree``, ``svm``
-(:mod:`attacks.learned`), ``linear``, ``whitened`` (:mod:`attacks.linear`), ``reconstruction``,
-``reconstruction-l1`` (:mod:`attacks.reconstruction`), ``bayesian`` (:mod:`attacks.bayesian`) and ``stacked``
-(:mod:`attacks.stacking`, pooling the others).  Raw statistics shared by the attacks are in
-:mod:`attacks.statistics`.
+(:mod:`bngp.attacks.lrt`), ``score``, ``homer`` (:mod:`bngp.attacks.tracing`), ``tree``, ``svm``
+(:mod:`bngp.attacks.learned`), ``linear``, ``whitened`` (:mod:`bngp.attacks.linear`), ``reconstruction``,
+``reconstruction-l1`` (:mod:`bngp.attacks.reconstruction`), ``bayesian`` (:mod:`bngp.attacks.bayesian`) and ``stacked``
+(:mod:`bngp.attacks.stacking`, pooling the others).  Raw statistics shared by the attacks are in
+:mod:`bngp.attacks.statistics`.
 """
 
-from attacks.base import Attack, AttackKnowledge, ReleaseSimulator, TorchAttack
-from attacks.registry import (
+from .base import Attack, AttackKnowledge, ReleaseSimulator, TorchAttack
+from .registry import (
     applicable_attacks,
     attack_requirements,
     available_attacks,
@@ -17,17 +17,17 @@ from attacks.registry import (
     parse_attack_names,
     register_attack,
 )
-from attacks.statistics import dwork_score, dwork_score_torch, homer, homer_torch, lrs, lrs_torch
+from .statistics import dwork_score, dwork_score_torch, homer, homer_torch, lrs, lrs_torch
 
 # Attack modules, imported in this order so that registration (and `all`) runs from the
 # classical likelihood-ratio tests to the learned attackers.
-from attacks.lrt import AdaptiveLRT, FixedThresholdLRT, OptimalLRT  # noqa: I001
-from attacks.tracing import HomerAttack, ScoreAttack
-from attacks.learned import DecisionTreeAttack, SVMAttack, pair_features
-from attacks.linear import LinearAttack, WhitenedAttack
-from attacks.reconstruction import L1Reconstruction, LeastSquaresReconstruction
-from attacks.bayesian import BayesianAttack
-from attacks.stacking import StackedAttack
+from .lrt import AdaptiveLRT, FixedThresholdLRT, OptimalLRT  # noqa: I001
+from .tracing import HomerAttack, ScoreAttack
+from .learned import DecisionTreeAttack, SVMAttack, pair_features
+from .linear import LinearAttack, WhitenedAttack
+from .reconstruction import L1Reconstruction, LeastSquaresReconstruction
+from .bayesian import BayesianAttack
+from .stacking import StackedAttack
 
 __all__ = [
     "Attack",

@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from attacks.inputs import (
+from .inputs import (
     check_pair,
     check_releases,
     check_releases_torch,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attacks.base import Attack, AttackKnowledge
-from attacks.registry import register_attack
+from .base import Attack, AttackKnowledge
+from .registry import register_attack
 from bngp.attacker_training import AttackerTrainingConfig, train_attacker
 from bngp.errors import DataFormatError, InputError
 from bngp.players import Attacker, AttackerSpec

@@ -12,7 +12,7 @@ checked on a second, held-out batch of simulated releases.
   and mean absolute shift from p_bar, excess variance, fraction of clipped coordinates).
   Training pairs are subsampled.  Because features are per pair, they score any target.
 
-The linear attackers fitted in closed form (``linear``, ``whitened``) are in :mod:`attacks.linear`.
+The linear attackers fitted in closed form (``linear``, ``whitened``) are in :mod:`bngp.attacks.linear`.
 """
 
 from __future__ import annotations
@@ -27,17 +27,17 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 from sklearn.tree import DecisionTreeClassifier
 
-from attacks.base import Attack, AttackKnowledge
-from attacks.inputs import (
+from .base import Attack, AttackKnowledge
+from .inputs import (
     check_binary_panel,
     check_pair,
     check_reference_frequencies,
     check_releases,
     check_targets,
 )
-from attacks.registry import register_attack
-from attacks.shadow import ShadowData, simulated_shadow
-from attacks.statistics import (
+from .registry import register_attack
+from .shadow import ShadowData, simulated_shadow
+from .statistics import (
     DEFAULT_EPSILON,
     affine_statistic,
     dwork_score_torch,

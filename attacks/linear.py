@@ -23,10 +23,10 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from attacks.base import AttackKnowledge, TorchAttack
-from attacks.inputs import PopulationIndex, check_binary_panel
-from attacks.registry import register_attack
-from attacks.shadow import shadow_sampler, simulated_shadow
+from .base import AttackKnowledge, TorchAttack
+from .inputs import PopulationIndex, check_binary_panel
+from .registry import register_attack
+from .shadow import shadow_sampler, simulated_shadow
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
     LearningCurve,

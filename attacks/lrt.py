@@ -21,12 +21,12 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from attacks.base import AttackKnowledge, TorchAttack
-from attacks.inputs import check_binary_panel, check_reference_frequencies
-from attacks.noise_models import censored_loglik, total_noise
-from attacks.registry import register_attack
-from attacks.shadow import ReferenceShadowAttack, simulated_shadow, synthetic_shadow
-from attacks.statistics import DEFAULT_EPSILON, affine_statistic, lrs_torch
+from .base import AttackKnowledge, TorchAttack
+from .inputs import check_binary_panel, check_reference_frequencies
+from .noise_models import censored_loglik, total_noise
+from .registry import register_attack
+from .shadow import ReferenceShadowAttack, simulated_shadow, synthetic_shadow
+from .statistics import DEFAULT_EPSILON, affine_statistic, lrs_torch
 from bngp.errors import InputError
 from bngp.validation import check_in_open_interval, check_positive_int
 
@@ -132,7 +132,7 @@ class OptimalLRT(TorchAttack):
     - under b_k = 1, x_hat_j = (d_kj + sum of n - 1 others) / n ~ N(mu_kj, v1_j),
       mu_kj = p_j + (d_kj - p_j) / n, v1_j = (n - 1) p_j (1 - p_j) / n^2;
     - x_j = clip(x_hat_j + xi_j, 0, 1), xi_j from the known law (none, Gaussian, Laplace, or
-      the L-inf K-norm's per-coordinate uniform approximation): :mod:`attacks.noise_models`.
+      the L-inf K-norm's per-coordinate uniform approximation): :mod:`bngp.attacks.noise_models`.
 
     score(d_k, x) = sum_j [l(x_j; mu_kj, v1_j) - l(x_j; p_j, v0_j)] with l the censored
     log-likelihood (log F at the clipping bounds, log f inside).  Since d_kj is binary this is

@@ -34,10 +34,10 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from attacks.base import AttackKnowledge, TorchAttack
-from attacks.inputs import PopulationIndex, check_binary_panel
-from attacks.registry import register_attack
-from attacks.shadow import population_shadow
+from .base import AttackKnowledge, TorchAttack
+from .inputs import PopulationIndex, check_binary_panel
+from .registry import register_attack
+from .shadow import population_shadow
 from bngp.validation import check_nonnegative, check_positive_int
 
 __all__ = ["LeastSquaresReconstruction", "L1Reconstruction"]

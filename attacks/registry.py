@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from attacks.base import Attack, AttackKnowledge
+from .base import Attack, AttackKnowledge
 from bngp.errors import UnknownNameError
 
 __all__ = [

@@ -25,9 +25,9 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from attacks.base import AttackKnowledge, TorchAttack
-from attacks.inputs import check_binary_panel, check_reference_frequencies, check_releases
-from attacks.noise_models import sample_noise
+from .base import AttackKnowledge, TorchAttack
+from .inputs import check_binary_panel, check_reference_frequencies, check_releases
+from .noise_models import sample_noise
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
 from bngp.noise_law import NoiseLaw

@@ -17,10 +17,10 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from attacks.base import Attack, AttackKnowledge
-from attacks.inputs import check_binary_panel
-from attacks.registry import attack_requirements, get_attack, register_attack
-from attacks.shadow import simulated_shadow
+from .base import Attack, AttackKnowledge
+from .inputs import check_binary_panel
+from .registry import attack_requirements, get_attack, register_attack
+from .shadow import simulated_shadow
 from bngp.errors import InputError
 from bngp.ridge import logistic_calibration
 from bngp.rng import spawn_seeds

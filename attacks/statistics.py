@@ -37,7 +37,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from attacks.inputs import check_pair, check_reference_frequencies, check_releases, check_targets, compute_dtype
+from .inputs import check_pair, check_reference_frequencies, check_releases, check_targets, compute_dtype
 
 __all__ = [
     "affine_statistic",

@@ -17,9 +17,9 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from attacks.registry import register_attack
-from attacks.shadow import ReferenceShadowAttack
-from attacks.statistics import dwork_score_torch, homer_torch
+from .registry import register_attack
+from .shadow import ReferenceShadowAttack
+from .statistics import dwork_score_torch, homer_torch
 
 __all__ = ["ScoreAttack", "HomerAttack"]
 

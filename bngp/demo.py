@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from attacks.registry import available_attacks
+from bngp.attacks.registry import available_attacks
 from bngp.data.genome import simulate_genome
 from bngp.data.npz import save_population
 from bngp.data.priors import UniformSubsetPrior
@@ -22,8 +22,8 @@ from bngp.evaluate import evaluate_defense
 from bngp.game import Game, GameConfig
 from bngp.io_utils import write_json, write_text
 from bngp.report import evaluation_markdown, plot_roc
-from defenses.base import NoDefense
-from defenses.trained import load_run_defense
+from bngp.defenses.base import NoDefense
+from bngp.defenses.trained import load_run_defense
 
 __all__ = ["DemoConfig", "run_demo"]
 

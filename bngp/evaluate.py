@@ -31,16 +31,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from attacks.base import Attack, AttackKnowledge
-from attacks.registry import get_attack, parse_attack_names
-from attacks.stacking import StackedAttack
+from bngp.attacks.base import Attack, AttackKnowledge
+from bngp.attacks.registry import get_attack, parse_attack_names
+from bngp.attacks.stacking import StackedAttack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError
 from bngp.mechanism import Mechanism
 from bngp.metrics import bgp_risk, binary_entropy, membership_metrics
 from bngp.rng import spawn_seeds, torch_generator
-from defenses.base import Defense, sample_releases
+from bngp.defenses.base import Defense, sample_releases
 
 __all__ = ["EvaluationResult", "evaluate_defense", "make_simulator", "attack_knowledge", "utility_record", "ANALYTIC_ATTACKS"]
 

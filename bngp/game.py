@@ -117,7 +117,7 @@ class GameConfig:
             confined to the q-dimensional manifold of its network's randomness.
         against: "bayesian" (the network attacker drives the defender: the BNGP game) or the
             name of a differentiable attack (e.g. "lrt", "adaptive-lrt", "score") for a
-            best-response defender (App. M, :mod:`defenses.best_response`); the network
+            best-response defender (App. M, :mod:`bngp.defenses.best_response`); the network
             attacker is still trained alongside, to monitor what a Bayesian attacker achieves.
         dp_epsilon: eps of the BGBP response constraint DPH^eps (section 4.3, Prop. 10), enforced
             by a penalty on the attacker's probabilities; None = no constraint.
@@ -224,7 +224,7 @@ class GameConfig:
         if self.attacker_refit_every < 0:
             raise InputError(f"`attacker_refit_every` must be >= 0, got {self.attacker_refit_every}.")
         if self.against != "bayesian":
-            from attacks.registry import available_attacks
+            from bngp.attacks.registry import available_attacks
 
             if self.against not in available_attacks():
                 raise InputError(f"`against` must be 'bayesian' or an attack name, got {self.against!r}.")
@@ -357,7 +357,7 @@ class Game:
         return stat.numpy()
 
     def _build_opponent(self):
-        from defenses.best_response import best_response_loss
+        from bngp.defenses.best_response import best_response_loss
 
         n_members = int(round(self.n_members)) if self.prior.describe()["kind"] == "uniform-subset" else None
         return best_response_loss(self.config.against, self.population, self.prior, n_members, seed=self.config.seed)

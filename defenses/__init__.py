@@ -1,12 +1,12 @@
 """Defenses: noise laws for the released statistic, and the ``--defense SPEC`` registry.
 
 Importing this package registers every built-in defense (``none``, ``laplace``, ``gaussian``,
-``linf``, ``rr``) with :mod:`defenses.registry`.
+``linf``, ``rr``) with :mod:`bngp.defenses.registry`.
 """
 
-from defenses.base import Defense, Guarantee, NoDefense, sample_releases
-from defenses.registry import DefenseContext, available_defenses, parse_defense_spec, register_defense
-from defenses.sensitivity import (
+from .base import Defense, Guarantee, NoDefense, sample_releases
+from .registry import DefenseContext, available_defenses, parse_defense_spec, register_defense
+from .sensitivity import (
     DEFAULT_SENSITIVITY,
     Sensitivity,
     max_pairwise_hamming,
@@ -14,7 +14,7 @@ from defenses.sensitivity import (
     population_sensitivity,
     resolve_sensitivity,
 )
-from defenses.dp import (
+from .dp import (
     DEFAULT_SAMPLER,
     SAMPLERS,
     DPDefense,
@@ -32,9 +32,9 @@ from defenses.dp import (
     linf_epsilon,
     linf_scale,
 )
-from defenses.trained import TrainedDefense, load_run_defense
-from defenses.matched_run import MatchedDefense, matched_to_run
-from defenses.matched import (
+from .trained import TrainedDefense, load_run_defense
+from .matched_run import MatchedDefense, matched_to_run
+from .matched import (
     MatchedCalibration,
     attribute_weights,
     expected_abs_noise,

@@ -21,15 +21,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attacks.base import Attack, AttackKnowledge
-from attacks.registry import available_attacks, get_attack
+from bngp.attacks.base import Attack, AttackKnowledge
+from bngp.attacks.registry import available_attacks, get_attack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError, UnknownNameError
 from bngp.mechanism import SummaryStatistics
 from bngp.noise_law import NoiseLaw
 from bngp.rng import torch_generator
-from defenses.base import NoDefense, sample_releases
+from .base import NoDefense, sample_releases
 
 __all__ = ["BestResponseLoss", "best_response_loss", "BEST_RESPONSE_OPPONENTS"]
 

@@ -2,10 +2,10 @@
 
 Each defense here is a fixed DP mechanism: its noise ignores the membership vector b (except
 randomized response, which randomizes the members' own records), it works on a whole batch
-of |Q|-vectors at once, and it states its guarantee as a :class:`~defenses.base.Guarantee`
+of |Q|-vectors at once, and it states its guarantee as a :class:`~bngp.defenses.base.Guarantee`
 (mechanism, eps, delta, sensitivity, norm, neighbouring relation, GDP mu) that accountants and
 audits read.  The release is x = clip(x_hat + xi, 0, 1); clipping is post-processing and keeps
-every guarantee below.  Sensitivities come from :mod:`defenses.sensitivity`.
+every guarantee below.  Sensitivities come from :mod:`bngp.defenses.sensitivity`.
 
 Mechanisms (Delta_p = sensitivity of x_hat in the l_p norm, frequency units):
 
@@ -31,7 +31,7 @@ Mechanisms (Delta_p = sensitivity of x_hat in the l_p norm, frequency units):
 
 Samplers: ``torch`` (default) draws from the caller's torch.Generator by inverse CDF in
 float64, so training-time noise is fast and replayable; it is *not* floating-point safe
-(Mironov 2012).  ``opendp`` draws through :mod:`defenses.secure_sampling` (OpenDP's grid
+(Mironov 2012).  ``opendp`` draws through :mod:`bngp.defenses.secure_sampling` (OpenDP's grid
 samplers, OS randomness, not replayable) for releases meant for publication; use
 :meth:`DPDefense.secure_release` to obtain the published vector itself rather than the
 noise, because re-adding the noise to x_hat in float32 is not exactly the OpenDP output.
@@ -50,10 +50,10 @@ from scipy.special import log_ndtr
 from bngp.errors import InputError
 from bngp.noise_law import NoiseLaw
 from bngp.validation import check_binary_matrix
-from defenses.base import Defense, Guarantee
-from defenses.registry import DefenseContext, float_param, register_defense
-from defenses.secure_sampling import opendp_gaussian, opendp_laplace, opendp_randomized_response
-from defenses.sensitivity import DEFAULT_SENSITIVITY, Sensitivity, resolve_sensitivity
+from .base import Defense, Guarantee
+from .registry import DefenseContext, float_param, register_defense
+from .secure_sampling import opendp_gaussian, opendp_laplace, opendp_randomized_response
+from .sensitivity import DEFAULT_SENSITIVITY, Sensitivity, resolve_sensitivity
 
 __all__ = [
     "SAMPLERS",

@@ -50,7 +50,7 @@ from scipy.special import gammainc, gammaincc, ndtr
 
 from bngp.errors import InputError
 from bngp.validation import check_finite_array, check_positive_int
-from defenses.dp import (
+from .dp import (
     GaussianDefense,
     LaplaceDefense,
     LinfKNormDefense,
@@ -59,7 +59,7 @@ from defenses.dp import (
     laplace_epsilon,
     linf_epsilon,
 )
-from defenses.sensitivity import Sensitivity
+from .sensitivity import Sensitivity
 
 __all__ = [
     "MATCHABLE",

@@ -17,11 +17,11 @@ from bngp.data.priors import prior_from_description
 from bngp.errors import InputError
 from bngp.mechanism import SummaryStatistics
 from bngp.rng import torch_generator
-from defenses.base import Defense
-from defenses.matched import match_utility, utility_loss
-from defenses.registry import DefenseContext, float_param, register_defense
-from defenses.sensitivity import resolve_sensitivity
-from defenses.trained import load_run_defense
+from .base import Defense
+from .matched import match_utility, utility_loss
+from .registry import DefenseContext, float_param, register_defense
+from .sensitivity import resolve_sensitivity
+from .trained import load_run_defense
 
 __all__ = ["matched_to_run", "MatchedDefense"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bngp.data.population import Population
 from bngp.errors import InputError, UnknownNameError
-from defenses.base import Defense, NoDefense
+from .base import Defense, NoDefense
 
 __all__ = ["DefenseContext", "register_defense", "parse_defense_spec", "available_defenses", "split_spec", "float_param"]
 

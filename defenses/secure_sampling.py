@@ -10,13 +10,13 @@ draws.
 
 Randomness: OpenDP draws from the operating system's cryptographically secure generator.
 It cannot be seeded, so these releases are *not replayable*; this is deliberate for real
-publication.  Training-time noise uses the seeded torch samplers of :mod:`defenses.dp`.
+publication.  Training-time noise uses the seeded torch samplers of :mod:`bngp.defenses.dp`.
 
 Accounting: the discrete Laplace on a grid satisfies the same eps as the continuous one with
 the same scale (OpenDP's privacy map reports eps = sensitivity / scale, after rounding the
 sensitivity up to the grid).  OpenDP certifies its discrete Gaussian in zero-concentrated DP,
 rho = Delta^2 / (2 sigma^2), the continuous Gaussian's value (CKS20 Thm. 4).  The (eps, delta)
-recorded by :class:`defenses.dp.GaussianDefense` is the Balle & Wang (2018) profile of the
+recorded by :class:`~bngp.defenses.dp.GaussianDefense` is the Balle & Wang (2018) profile of the
 *continuous* Gaussian; the discrete Gaussian's exact profile (CKS20 Thm. 7) approaches it as
 the grid step shrinks relative to sigma, but it is not proved by OpenDP.  Where a certified
 statement is needed, use the zCDP rho reported in the defense's ``describe()``.

@@ -16,8 +16,8 @@ from bngp.artifacts import DEFENDER_FILE, DefenderArtifact, load_defender
 from bngp.errors import DataFormatError, MissingFileError
 from bngp.mechanism import ComposedMechanism, Mechanism, SummaryStatistics
 from bngp.run_dir import verify_run
-from defenses.base import Defense
-from defenses.registry import DefenseContext, register_defense
+from .base import Defense
+from .registry import DefenseContext, register_defense
 
 __all__ = ["TrainedDefense", "load_run_defense"]
 

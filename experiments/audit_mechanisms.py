@@ -33,7 +33,7 @@ from bngp.data.npz import load_population
 from bngp.data.population import Population
 from bngp.errors import InputError
 from bngp.io_utils import write_json, write_text
-from defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 
 def _floats(text: str) -> list[float]:

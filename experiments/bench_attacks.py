@@ -39,7 +39,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from attacks import AttackKnowledge, get_attack
+from bngp.attacks import AttackKnowledge, get_attack
 from bngp.data.priors import UniformSubsetPrior
 from bngp.io_utils import write_json
 from bngp.metrics import auc

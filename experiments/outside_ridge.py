@@ -70,8 +70,8 @@ def outside_ridge(
 def simulate(population_path: str, members: int, defense_spec: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """n releases of the defense with memberships drawn n of K uniformly (the product's sampler)."""
     from bngp.cli.common import load_population_and_prior
-    from defenses.base import sample_releases
-    from defenses.registry import DefenseContext, parse_defense_spec
+    from bngp.defenses.base import sample_releases
+    from bngp.defenses.registry import DefenseContext, parse_defense_spec
     from bngp.rng import torch_generator
 
     population, prior = load_population_and_prior(population_path, members)

@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from attacks.base import Attack
-from attacks.bayesian import BayesianAttack
-from attacks.registry import applicable_attacks, get_attack
+from bngp.attacks.base import Attack
+from bngp.attacks.bayesian import BayesianAttack
+from bngp.attacks.registry import applicable_attacks, get_attack
 from bngp.artifacts import population_fingerprint
 from bngp.attacker_training import AttackerTrainingConfig
 from bngp.data.genome import simulate_genome
@@ -52,7 +52,7 @@ from bngp.errors import BNGPError
 from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConfig
 from bngp.run_dir import staging_dir, verify_run
 from bngp.io_utils import atomic_write, write_json, write_text
-from defenses import Defense, DefenseContext, load_run_defense, parse_defense_spec
+from bngp.defenses import Defense, DefenseContext, load_run_defense, parse_defense_spec
 
 __all__ = [
     "Scale",

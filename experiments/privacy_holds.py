@@ -68,8 +68,8 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> d
     from bngp import GameConfig, Game, UniformSubsetPrior, simulate_genome
     from bngp.errors import BNGPError
     from bngp.run_dir import verify_run
-    from defenses import load_run_defense
-    from defenses.registry import DefenseContext, parse_defense_spec
+    from bngp.defenses import load_run_defense
+    from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
     started = time.perf_counter()
     population = simulate_genome(K, K, SNVS, seed=seed)

@@ -31,7 +31,7 @@ import math
 import sys
 from collections.abc import Sequence
 
-from defenses import GaussianDefense
+from bngp.defenses import GaussianDefense
 from paper import Experiment, PaperAUC, parse_args, typical_replacement_l2
 
 EPSILONS = (0.05, 0.1, 0.3, 0.6, 1.0)

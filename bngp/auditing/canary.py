@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attacks.base import Attack
+from bngp.attacks.base import Attack
 from bngp.audit import many_run_audit, one_run_search, roc_summary
 from bngp.auditing.common import attack_record, audit_seeds, check_scores, fit_attack, resolve_delta
 from bngp.auditing.results import MechanismAuditResult, claimed_guarantee, resolve_neighbouring
@@ -53,7 +53,7 @@ from bngp.evaluate import attack_knowledge
 from bngp.mechanism import SummaryStatistics
 from bngp.rng import torch_generator
 from bngp.validation import check_positive_int
-from defenses.base import Defense, sample_releases
+from bngp.defenses.base import Defense, sample_releases
 
 __all__ = ["CanaryPrior", "one_run_mechanism_audit", "many_run_mechanism_audit"]
 
@@ -264,7 +264,7 @@ def one_run_mechanism_audit(
     Args:
         population: the K individuals (canaries and pool) and the reference panel.
         defense: the noise law under audit (built for ``members`` members).
-        attack: registry name or an unfitted :class:`~attacks.base.Attack`.
+        attack: registry name or an unfitted :class:`~bngp.attacks.base.Attack`.
         canaries: m >= 2 canaries, each included with probability 1/2.
         members: n, the dataset size (``replace``) or its non-canary part (``add-remove``).
         confidence: 1 - beta.

@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from attacks.base import Attack, AttackKnowledge
-from attacks.registry import get_attack
+from bngp.attacks.base import Attack, AttackKnowledge
+from bngp.attacks.registry import get_attack
 from bngp.audit.inputs import check_delta
 from bngp.errors import DataFormatError, InputError
 from bngp.rng import resolve_seed, spawn_seeds
-from defenses.base import Defense
+from bngp.defenses.base import Defense
 
 __all__ = ["SEED_STREAMS", "audit_seeds", "fit_attack", "attack_record", "resolve_delta", "check_scores"]
 

@@ -7,13 +7,13 @@ non-members (:mod:`bngp.auditing.panoramia_genome`).
 
 from __future__ import annotations
 
-from attacks.base import Attack
+from bngp.attacks.base import Attack
 from bngp.auditing.canary import many_run_mechanism_audit, one_run_mechanism_audit
 from bngp.auditing.panoramia_genome import panoramia_mechanism_audit
 from bngp.auditing.results import MODES, MechanismAuditResult
 from bngp.data.population import Population
 from bngp.errors import InputError
-from defenses.base import Defense
+from bngp.defenses.base import Defense
 
 __all__ = ["DEFAULT_RUNS", "audit_mechanism"]
 

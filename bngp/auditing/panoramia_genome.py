@@ -43,7 +43,7 @@ from sklearn.model_selection import cross_val_predict
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from attacks.base import Attack
+from bngp.attacks.base import Attack
 from bngp.audit import panoramia_audit, roc_summary
 from bngp.audit.inputs import check_confidence
 from bngp.auditing.common import attack_record, audit_seeds, check_scores, fit_attack
@@ -56,7 +56,7 @@ from bngp.evaluate import attack_knowledge
 from bngp.mechanism import SummaryStatistics
 from bngp.rng import torch_generator
 from bngp.validation import check_binary_matrix, check_positive_int
-from defenses.base import Defense, sample_releases
+from bngp.defenses.base import Defense, sample_releases
 
 __all__ = ["MIN_TRAINING_MEMBERS", "genotype_features", "panoramia_mechanism_audit"]
 

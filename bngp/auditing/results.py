@@ -14,7 +14,7 @@ from typing import Any
 
 from bngp.audit.results import to_jsonable
 from bngp.errors import InputError
-from defenses.base import Defense
+from bngp.defenses.base import Defense
 
 __all__ = ["MODES", "NEIGHBOURING", "MechanismAuditResult", "claimed_guarantee", "resolve_neighbouring"]
 

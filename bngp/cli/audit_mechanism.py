@@ -21,7 +21,7 @@ from bngp.auditing import DEFAULT_RUNS, MODES, NEIGHBOURING, audit_mechanism
 from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
 from bngp.io_utils import write_json
 from bngp.validation import check_output_file
-from defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 __all__ = ["add_parser", "run"]
 

@@ -9,14 +9,14 @@ import json
 
 import numpy as np
 
-from attacks.registry import parse_attack_names
+from bngp.attacks.registry import parse_attack_names
 from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
 from bngp.io_utils import atomic_write, write_json, write_text
 from bngp.report import evaluation_markdown, plot_learning_curves, plot_roc
 from bngp.validation import check_output_file
-from defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

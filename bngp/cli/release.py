@@ -41,8 +41,8 @@ from bngp.io_utils import atomic_write
 from bngp.mechanism import Mechanism
 from bngp.rng import resolve_seed, spawn_seeds, torch_generator
 from bngp.validation import check_output_file, check_positive_int, check_readable_file
-from defenses.base import Defense, sample_releases
-from defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.base import Defense, sample_releases
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 __all__ = [
     "RELEASE_CHUNK",

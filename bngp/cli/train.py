@@ -11,8 +11,8 @@ from bngp.cli.common import add_population_args, add_threads_arg, load_kappa_fil
 from bngp.errors import InputError
 from bngp.data.population import Population
 from bngp.game import KAPPA_MAX, OBJECTIVES, Game, GameConfig
-from defenses.dp import GaussianDefense
-from defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.dp import GaussianDefense
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

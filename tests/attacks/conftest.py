@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from attacks.base import AttackKnowledge
+from bngp.attacks.base import AttackKnowledge
 from bngp.data.independent import simulate_independent
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from attacks import available_attacks, get_attack
+from bngp.attacks import available_attacks, get_attack
 from bngp.metrics import auc
 
 #: options keeping the learned attackers' fits short on one shared core.

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attacks import get_attack
+from bngp.attacks import get_attack
 
 #: every attack of this package with options that keep its fit fast on the small world.
 FAST_OPTIONS = {

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from attacks import get_attack
-from attacks.base import AttackKnowledge
+from bngp.attacks import get_attack
+from bngp.attacks.base import AttackKnowledge
 from bngp.errors import DataFormatError, InputError
 
 

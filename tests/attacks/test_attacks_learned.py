@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attacks import DecisionTreeAttack, SVMAttack, pair_features
-from attacks.learned import FEATURE_NAMES
-from attacks.statistics import dwork_score, homer, lrs, weighted_score
+from bngp.attacks import DecisionTreeAttack, SVMAttack, pair_features
+from bngp.attacks.learned import FEATURE_NAMES
+from bngp.attacks.statistics import dwork_score, homer, lrs, weighted_score
 from bngp.metrics import auc
 
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 from scipy import special, stats
 
-from attacks import AdaptiveLRT, FixedThresholdLRT, OptimalLRT
-from attacks.base import AttackKnowledge
-from attacks.shadow import synthetic_shadow
+from bngp.attacks import AdaptiveLRT, FixedThresholdLRT, OptimalLRT
+from bngp.attacks.base import AttackKnowledge
+from bngp.attacks.shadow import synthetic_shadow
 from bngp.metrics import auc
 from bngp.noise_law import NoiseLaw
 

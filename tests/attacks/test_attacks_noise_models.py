@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import integrate, stats
 
-from attacks.noise_models import TotalNoise, censored_loglik, sample_noise, total_noise
+from bngp.attacks.noise_models import TotalNoise, censored_loglik, sample_noise, total_noise
 from bngp.noise_law import NoiseLaw
 
 

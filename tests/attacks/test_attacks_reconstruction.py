@@ -9,8 +9,8 @@ import pytest
 import torch
 from scipy.optimize import linprog
 
-from attacks import L1Reconstruction, LeastSquaresReconstruction
-from attacks.base import AttackKnowledge
+from bngp.attacks import L1Reconstruction, LeastSquaresReconstruction
+from bngp.attacks.base import AttackKnowledge
 from bngp.data.independent import simulate_independent
 from bngp.errors import InputError
 from bngp.metrics import auc

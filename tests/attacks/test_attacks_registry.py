@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attacks import applicable_attacks, attack_requirements, available_attacks, get_attack, parse_attack_names
-from attacks.base import AttackKnowledge
+from bngp.attacks import applicable_attacks, attack_requirements, available_attacks, get_attack, parse_attack_names
+from bngp.attacks.base import AttackKnowledge
 from bngp.errors import InputError, UnknownNameError
 from bngp.noise_law import NoiseLaw
 

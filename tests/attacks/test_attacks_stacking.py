@@ -11,8 +11,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from attacks import LinearAttack, StackedAttack
-from attacks.base import Attack
+from bngp.attacks import LinearAttack, StackedAttack
+from bngp.attacks.base import Attack
 from bngp.metrics import release_aucs
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-import attacks.statistics as statistics
-from attacks.statistics import (
+import bngp.attacks.statistics as statistics
+from bngp.attacks.statistics import (
     dwork_score,
     dwork_score_torch,
     homer,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attacks import HomerAttack, ScoreAttack
+from bngp.attacks import HomerAttack, ScoreAttack
 
 
 def test_score_attack_is_the_inner_product(small_world) -> None:

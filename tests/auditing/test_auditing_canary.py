@@ -5,14 +5,14 @@ import pytest
 import torch
 
 import bngp.auditing.canary as canary_module
-from attacks.registry import get_attack
-from attacks.tracing import ScoreAttack
+from bngp.attacks.registry import get_attack
+from bngp.attacks.tracing import ScoreAttack
 from bngp.attacker_training import AttackerTrainingConfig
 from bngp.auditing import CanaryPrior, audit_mechanism, many_run_mechanism_audit, one_run_mechanism_audit
 from bngp.data.independent import simulate_independent
 from bngp.errors import DataFormatError, InputError
-from defenses.base import Defense, Guarantee, NoDefense
-from defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.base import Defense, Guarantee, NoDefense
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 MEMBERS = 60
 

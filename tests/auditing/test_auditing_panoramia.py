@@ -7,8 +7,8 @@ from bngp.auditing import MIN_TRAINING_MEMBERS, audit_mechanism, genotype_featur
 from bngp.data.genome import simulate_genome
 from bngp.data.independent import simulate_independent
 from bngp.errors import InputError
-from defenses.base import NoDefense
-from defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.base import NoDefense
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 MEMBERS = 150
 
@@ -97,7 +97,7 @@ def test_bad_input(population):
 
 
 def test_an_attack_limited_to_the_known_population_is_refused_clearly(small_population):
-    from attacks.registry import get_attack
+    from bngp.attacks.registry import get_attack
     from bngp.attacker_training import AttackerTrainingConfig
 
     attack = get_attack("bayesian", config=AttackerTrainingConfig(steps=5))

@@ -224,8 +224,8 @@ def test_defender_of_other_population_is_refused(tiny_run, tmp_path, capsys):
 def test_train_over_a_composition_then_evaluate_and_release(small_population_file, small_population, tmp_path, capsys):
     """`bngp train --compose SPEC` (App. L.6): fixed Gaussian mechanisms before the learned one,
     the eps-calibrated scale taken from the dp-accounting calibration of the spec."""
-    from defenses.dp import GaussianDefense
-    from defenses.registry import DefenseContext, parse_defense_spec
+    from bngp.defenses.dp import GaussianDefense
+    from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
     run_dir = tmp_path / "composed"
     spec = "gaussian:epsilon=2,delta=1e-5"

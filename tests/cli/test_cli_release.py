@@ -15,7 +15,7 @@ from bngp.cli import main
 from bngp.cli.release import RELEASE_CHUNK
 from bngp.data.priors import UniformSubsetPrior
 from bngp.rng import spawn_seeds
-from defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 MULTI_KEYS = {"releases", "memberships", "individual_ids", "attribute_names", "defense", "seed", "n_members"}
 SINGLE_KEYS = {"release", "attribute_names", "defense", "seed", "n_members"}

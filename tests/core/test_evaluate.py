@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from attacks.base import Attack, AttackKnowledge
+from bngp.attacks.base import Attack, AttackKnowledge
 from bngp.data.priors import UniformSubsetPrior
 from bngp.evaluate import evaluate_defense
-from defenses.base import NoDefense
-from defenses.dp import LaplaceDefense
+from bngp.defenses.base import NoDefense
+from bngp.defenses.dp import LaplaceDefense
 
 
 class _Oracle(Attack):
@@ -52,13 +52,13 @@ def test_attacks_never_receive_evaluation_releases(small_population):
 
 
 def test_all_expands_to_applicable_attacks_only(small_population, tiny_run):
-    from defenses.trained import load_run_defense
+    from bngp.defenses.trained import load_run_defense
 
     prior = UniformSubsetPrior(small_population.n_individuals, 20)
     result = evaluate_defense(small_population, prior, load_run_defense(tiny_run), "lrt,score", releases=2, seed=0,
                               n_members=20)
     assert set(result.attacks) == {"lrt", "score"}
-    from attacks.registry import parse_attack_names
+    from bngp.attacks.registry import parse_attack_names
     from bngp.evaluate import attack_knowledge
 
     defense = load_run_defense(tiny_run)

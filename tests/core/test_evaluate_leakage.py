@@ -16,8 +16,8 @@ import torch
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
 from bngp.evaluate import evaluate_defense
-from defenses.base import Defense, NoDefense
-from defenses.dp import LaplaceDefense
+from bngp.defenses.base import Defense, NoDefense
+from bngp.defenses.dp import LaplaceDefense
 
 torch.set_num_threads(1)
 

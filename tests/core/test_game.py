@@ -141,7 +141,7 @@ def test_bgbp_penalty_reduces_bound_violations_and_reports_implied_epsilon(small
 
 
 def test_composition_with_fixed_gaussian_mechanisms(small_population, tmp_path):
-    from defenses.trained import load_run_defense
+    from bngp.defenses.trained import load_run_defense
 
     game = _game(small_population, fixed_gaussian_sigmas=(0.05, 0.05))
     assert game.mechanism.n_outputs == 3 * small_population.n_attributes
@@ -164,7 +164,7 @@ def test_shrinkage_targets_the_population_mean_stays_in_unit_interval_and_is_sav
     alpha = game.defender.shrinkage()
     assert float(alpha.min()) >= 0.0 and float(alpha.max()) <= 1.0 and float(alpha.max()) > 0.0
     assert summary["history"][-1]["shrinkage_mean"] == pytest.approx(float(alpha.mean()))
-    from defenses import load_run_defense
+    from bngp.defenses import load_run_defense
 
     loaded = load_run_defense(tmp_path).artifact.defender
     assert torch.equal(loaded.shrinkage(), alpha)
@@ -189,7 +189,7 @@ def test_refitted_head_is_frozen_between_refits_unless_asked(small_population):
 def test_the_best_state_against_a_refitted_attacker_is_kept_and_saved(small_population, tmp_path):
     """GameConfig.select_defender: every refit scores the current defender; the best is restored,
     saved as defender.pt, checkpointed, and reported under ``selected``."""
-    from defenses import load_run_defense
+    from bngp.defenses import load_run_defense
 
     game = _game(small_population, kappa=1.5, steps=8, attacker_refit_every=2)
     scores = []

@@ -4,7 +4,7 @@ import torch
 
 from bngp.errors import InputError
 from bngp.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb
-from defenses.base import NoDefense, sample_releases
+from bngp.defenses.base import NoDefense, sample_releases
 
 
 def test_allele_frequencies_are_member_means():

@@ -8,7 +8,7 @@ import dp_accounting
 import pytest
 
 from bngp.errors import InputError
-from defenses import (
+from bngp.defenses import (
     GaussianDefense,
     LaplaceDefense,
     LinfKNormDefense,

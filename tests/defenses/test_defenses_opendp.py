@@ -14,7 +14,7 @@ import torch
 from scipy import stats
 
 from bngp.errors import InputError
-from defenses import (
+from bngp.defenses import (
     GaussianDefense,
     LaplaceDefense,
     LinfKNormDefense,

@@ -19,7 +19,7 @@ import torch
 
 from bngp.data.population import Population
 from bngp.mechanism import SummaryStatistics
-from defenses import DefenseContext, parse_defense_spec, sample_releases
+from bngp.defenses import DefenseContext, parse_defense_spec, sample_releases
 
 torch.set_num_threads(1)
 

@@ -11,7 +11,7 @@ import pytest
 
 from bngp.data.population import Population
 from bngp.errors import InputError
-from defenses import max_pairwise_hamming, paper_sensitivity, population_sensitivity, resolve_sensitivity
+from bngp.defenses import max_pairwise_hamming, paper_sensitivity, population_sensitivity, resolve_sensitivity
 
 NORM_ORDER = {"l1": 1, "l2": 2, "linf": np.inf}
 

@@ -1,0 +1,42 @@
+"""The plug-in folders attacks/ and defenses/ are installed as bngp.attacks and bngp.defenses,
+never under the generic top-level names that a user's own folders would shadow."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = [path for folder in ("bngp", "attacks", "defenses", "experiments", "tests") for path in (ROOT / folder).rglob("*.py")]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_no_module_imports_the_bare_plug_in_names(path):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        bare = [name for name in names if name.split(".")[0] in ("attacks", "defenses")]
+        assert not bare, f"{path.relative_to(ROOT)}:{node.lineno} imports {bare[0]} (use bngp.{bare[0]} or a relative import)"
+
+
+def test_installed_names(tmp_path):
+    """From an empty directory: `import attacks` fails, `import bngp.attacks` works and registers
+    the attacks, and bngp.defenses parses a SPEC."""
+    code = (
+        "import importlib.util, sys\n"
+        "assert importlib.util.find_spec('attacks') is None and importlib.util.find_spec('defenses') is None\n"
+        "import bngp.attacks, bngp.defenses\n"
+        "assert 'linear' in bngp.attacks.available_attacks() and 'laplace' in bngp.defenses.available_defenses()\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
