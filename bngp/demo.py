@@ -3,8 +3,8 @@
 1. simulate a small CEU chromosome-10 window (stdpopsim on msprime): K individuals plus a
    reference panel, |Q| SNVs;
 2. train BNGP defenders with kappa = 0 (privacy only) and a larger kappa (utility matters);
-3. evaluate each defender and the undefended release with the Bayesian attacker and the
-   analytic attacks that apply, on fresh releases;
+3. evaluate each defender and the undefended release with the Bayesian attacker, the linear
+   attackers fitted to convergence and the analytic attacks that apply, on fresh releases;
 4. write ``report.md`` (tables, ROC plot), ``summary.json`` and the per-run directories.
 """
 
@@ -52,7 +52,8 @@ def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: b
     population = simulate_genome(config.individuals, config.reference, config.snvs, seed=config.seed)
     save_population(population, out_dir / "population.npz")
     prior = UniformSubsetPrior(config.individuals, config.members)
-    attacks = [name for name in ("bayesian", "reconstruction", "lrt", "score") if name in available_attacks()]
+    attacks = [name for name in ("bayesian", "linear", "whitened", "reconstruction", "lrt", "score")
+               if name in available_attacks()]
     sections = []
     summary: dict = {"config": config.__dict__ | {"kappas": list(config.kappas)}, "defenses": {}}
     curves = {}
@@ -61,7 +62,7 @@ def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: b
         run_dir = out_dir / f"run-kappa-{kappa:g}"
         log(f"[2/3] training the defender with kappa = {kappa:g} ({config.steps} steps) -> {run_dir}")
         game = Game(population, prior, GameConfig(kappa=kappa, steps=config.steps, seed=config.seed, fresh_check_steps=0))
-        game.train(run_dir, progress=progress)
+        game.train(run_dir, force=True, progress=progress)
         evaluations.append((f"run:{run_dir}", load_run_defense(run_dir)))
     for spec, defense in evaluations:
         log(f"[3/3] evaluating {', '.join(attacks)} against `{spec}`")
