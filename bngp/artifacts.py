@@ -64,6 +64,25 @@ def save_defender(path: str | Path, defender: Defender, fingerprint: str, prior:
     return Path(path)
 
 
+def _check_architecture(path: Path, spec: DefenderSpec, state: dict) -> None:
+    """Refuse sizes that disagree with the stored weights before anything is allocated: each
+    layer's weight shape in the file must be the one the spec would build."""
+    h1, h2, h3 = spec.widths
+    expected = {
+        "net.0.weight": (h1, spec.n_individuals + spec.noise_dim),
+        "net.3.weight": (h2, h1),
+        "net.6.weight": (h3, h2),
+        "net.7.weight": (spec.n_outputs, h3),
+    }
+    sizes = (spec.n_individuals, spec.n_outputs, spec.noise_dim, h1, h2, h3)
+    if min(sizes) < 1 or not isinstance(state, dict):
+        raise DataFormatError(f"{path}: the defender's architecture record is malformed.")
+    for name, shape in expected.items():
+        stored = state.get(name)
+        if not isinstance(stored, torch.Tensor) or tuple(stored.shape) != shape:
+            raise DataFormatError(f"{path}: the defender's architecture record does not match its weights ({name}).")
+
+
 def load_defender(path: str | Path) -> DefenderArtifact:
     """Load a defender artifact safely (``weights_only=True``); the defender is in eval mode."""
     path = check_readable_file("defender", path)
@@ -73,16 +92,20 @@ def load_defender(path: str | Path) -> DefenderArtifact:
         raise DataFormatError(f"{path} is not a bngp defender checkpoint ({type(exc).__name__}).") from exc
     if not isinstance(payload, dict) or payload.get("format") != "bngp-defender-1":
         raise DataFormatError(f"{path} is not a bngp defender checkpoint.")
-    spec_data = dict(payload["spec"])
-    spec = DefenderSpec(
-        n_individuals=int(spec_data["n_individuals"]),
-        n_outputs=int(spec_data["n_outputs"]),
-        noise_dim=int(spec_data["noise_dim"]),
-        widths=tuple(int(w) for w in spec_data["widths"]),
-        skip=bool(spec_data.get("skip", False)),
-        shrink=bool(spec_data.get("shrink", False)),
-        full_rank_noise=bool(spec_data.get("full_rank_noise", False)),
-    )
+    try:
+        spec_data = dict(payload["spec"])
+        spec = DefenderSpec(
+            n_individuals=int(spec_data["n_individuals"]),
+            n_outputs=int(spec_data["n_outputs"]),
+            noise_dim=int(spec_data["noise_dim"]),
+            widths=tuple(int(w) for w in spec_data["widths"]),
+            skip=bool(spec_data.get("skip", False)),
+            shrink=bool(spec_data.get("shrink", False)),
+            full_rank_noise=bool(spec_data.get("full_rank_noise", False)),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise DataFormatError(f"{path}: the defender's architecture record is malformed.") from None
+    _check_architecture(path, spec, payload["state_dict"])
     defender = Defender(spec)
     try:
         defender.load_state_dict(payload["state_dict"])

@@ -18,6 +18,7 @@ from bngp.attacks.registry import available_attacks
 from bngp.data.genome import simulate_genome
 from bngp.data.npz import save_population
 from bngp.data.priors import UniformSubsetPrior
+from bngp.errors import InputError
 from bngp.evaluate import evaluate_defense
 from bngp.game import Game, GameConfig
 from bngp.io_utils import write_json, write_text
@@ -40,6 +41,16 @@ class DemoConfig:
     steps: int = 1000
     releases: int = 30
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise InputError(f"`--steps` must be >= 1, got {self.steps}.")
+        if not 1 <= self.members < self.individuals:
+            raise InputError(f"`members` must be in [1, {self.individuals - 1}], got {self.members}.")
+        if self.releases < 2:
+            raise InputError(f"`releases` must be >= 2, got {self.releases}.")
+        if self.seed < 0:
+            raise InputError(f"`--seed` must be >= 0, got {self.seed}.")
 
 
 def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: bool = True) -> dict:

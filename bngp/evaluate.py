@@ -24,6 +24,7 @@ The stacked attacker (``stacked``) is fitted last and pools every other fitted a
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -164,6 +165,7 @@ def evaluate_defense(
             evaluation draws.
         n_members: dataset size n known to the attacks (None when the prior has no fixed n).
         kappa: per-attribute weights for the reported weighted utility loss (optional).
+        progress: one line per attack on stderr as it is fitted and scored.
     """
     if releases < 2:
         raise InputError(f"`releases` must be >= 2, got {releases}.")
@@ -193,7 +195,8 @@ def evaluate_defense(
         result.defense["weighted_utility_loss"] = float((deviation * np.asarray(kappa)).mean())
     for (name, attack), attack_seed in zip(instances.items(), attack_seeds):
         if progress:
-            print(f"  attack {name}: fitting", flush=True)
+            print(f"[evaluate] {len(result.attacks) + 1}/{len(instances)} {name}: fitting and scoring", file=sys.stderr,
+                  flush=True)
         started = time.perf_counter()
         if isinstance(attack, StackedAttack):
             attack.use_fitted({other: instances[other] for other in result.attacks})
@@ -221,6 +224,8 @@ def evaluate_defense(
             entry["orientation_note"] = note
         result.attacks[name] = entry
         result.scores[name] = scores
+        if progress:
+            print(f"[evaluate] {name}: AUC {entry['auc']:.4f} ({seconds:.1f} s)", file=sys.stderr, flush=True)
     if "bayesian" in result.attacks:
         analytic = [name for name in result.attacks if name in ANALYTIC_ATTACKS]
         if analytic:

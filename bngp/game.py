@@ -28,6 +28,7 @@ checkpoints, so a run resumed from a checkpoint reproduces the uninterrupted run
 from __future__ import annotations
 
 import copy
+import shutil
 from functools import partial
 
 import json
@@ -647,28 +648,33 @@ class Game:
 
         work = open_run(run_dir, resume=resume, force=force, checkpoint=CHECKPOINT_FILE)
         checkpoint = work / CHECKPOINT_FILE
-        if resume:
-            self.load_checkpoint(checkpoint)
-        write_json(work / CONFIG_FILE, self._run_config())
-        writer = SummaryWriter(log_dir=str(work / "tensorboard"))
-        bar = tqdm(total=self.config.steps, initial=self.step, desc="bngp train", disable=not progress)
         try:
-            while self.step < self.config.steps:
-                losses = self.training_step()
-                for name, value in losses.items():
-                    writer.add_scalar(f"train/{name}", value, self.step)
-                if self.step % self.config.eval_every == 0 or self.step == self.config.steps:
-                    self._record_evaluation(writer, losses, bar)
-                if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
-                    self.save_checkpoint(checkpoint)
-                bar.update(1)
-        finally:
-            bar.close()
-        selection = self._restore_best()
-        try:
-            summary = self._finish(work, writer, progress, selection)
-        finally:
-            writer.close()
+            if resume:
+                self.load_checkpoint(checkpoint)
+            write_json(work / CONFIG_FILE, self._run_config())
+            writer = SummaryWriter(log_dir=str(work / "tensorboard"))
+            bar = tqdm(total=self.config.steps, initial=self.step, desc="bngp train", disable=not progress)
+            try:
+                while self.step < self.config.steps:
+                    losses = self.training_step()
+                    for name, value in losses.items():
+                        writer.add_scalar(f"train/{name}", value, self.step)
+                    if self.step % self.config.eval_every == 0 or self.step == self.config.steps:
+                        self._record_evaluation(writer, losses, bar)
+                    if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
+                        self.save_checkpoint(checkpoint)
+                    bar.update(1)
+            finally:
+                bar.close()
+            selection = self._restore_best()
+            try:
+                summary = self._finish(work, writer, progress, selection)
+            finally:
+                writer.close()
+        except BaseException:
+            if not checkpoint.is_file():  # nothing to resume from: leave nothing behind
+                shutil.rmtree(work, ignore_errors=True)
+            raise
         commit_run(work, run_dir, {"config": self.config.to_dict(), "seed": self.config.seed,
                                    "population_fingerprint": population_fingerprint(self.population.genotypes)})
         return summary

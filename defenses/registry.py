@@ -64,6 +64,8 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
             key, sep, value = item.partition("=")
             if not sep or not key.strip() or not value.strip():
                 raise InputError(f"malformed defense SPEC {spec!r}: expected NAME:key=value[,key=value].")
+            if key.strip() in params:
+                raise InputError(f"malformed defense SPEC {spec!r}: `{key.strip()}` is given twice.")
             params[key.strip()] = value.strip()
     return name, params
 

@@ -8,12 +8,13 @@ code).  Errors caused by bad input become one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 
 from bngp.errors import BNGPError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "COMMANDS", "HelpFormatter"]
 
 #: sub-command -> (module under ``bngp.cli``, one-line help), in the order ``bngp --help`` shows.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -27,6 +28,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps descriptions as written and shows every option's default (unless its help states it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "default" in text
+            or not action.option_strings
+            or action.required
+            or action.default is None
+            or action.default is False
+            or action.default is argparse.SUPPRESS
+        ):
+            return text
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser.  Only ``command``'s module is imported and given its full options
     (every command's when ``command`` is ``"all"``); the others are listed by name and help, so
@@ -35,7 +53,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="bngp",
         description="Bayes-Nash generative privacy for released summary statistics.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND",
+        parser_class=functools.partial(argparse.ArgumentParser, formatter_class=HelpFormatter),
+    )
     for name, (module_name, text) in COMMANDS.items():
         if command in (name, "all"):
             importlib.import_module(f"bngp.cli.{module_name}").add_parser(subparsers)

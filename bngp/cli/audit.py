@@ -19,8 +19,6 @@ and exit code 2 before anything is written.
 
 from __future__ import annotations
 
-from bngp.cli import COMMANDS
-
 import argparse
 import csv
 import itertools
@@ -29,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from bngp.cli import COMMANDS, HelpFormatter
 from bngp.audit import (
     FAMILIES,
     INTERVALS,
@@ -92,7 +91,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
             "the privacy loss eps and write it to AUDIT.json."
         ),
         epilog=INPUT_FORMATS,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("scores", metavar="SCORES", help="SCORES.csv (header row, columns below) or the SCORES.npz of "
                         "`bngp evaluate --scores-out`")

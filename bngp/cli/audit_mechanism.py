@@ -12,11 +12,10 @@ input gives a one-line error and exit code 2 before anything is written.
 
 from __future__ import annotations
 
-from bngp.cli import COMMANDS
-
 import argparse
 import time
 
+from bngp.cli import COMMANDS
 from bngp.auditing import DEFAULT_RUNS, MODES, NEIGHBOURING, audit_mechanism
 from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
 from bngp.io_utils import write_json

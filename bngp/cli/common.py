@@ -51,10 +51,11 @@ def add_population_args(parser: argparse.ArgumentParser, *, members: bool = True
 
 
 def load_population_and_prior(path: str, members: int) -> tuple[Population, UniformSubsetPrior]:
-    """Load a population and the "n of K uniformly" prior, validating 1 <= N <= K."""
+    """Load a population and the "n of K uniformly" prior, validating 1 <= N <= K - 1 (with N = K
+    every individual is always a member: there is nothing to infer or to hide)."""
     population = load_population(path)
-    if members < 1 or members > population.n_individuals:
-        raise InputError(f"`--members` must be between 1 and K = {population.n_individuals}, got {members}.")
+    if members < 1 or members >= population.n_individuals:
+        raise InputError(f"`--members` must be between 1 and K - 1 = {population.n_individuals - 1}, got {members}.")
     return population, UniformSubsetPrior(population.n_individuals, members)
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from bngp.cli import COMMANDS
-
 import argparse
 
+from bngp.cli import COMMANDS
 from bngp.cli.common import add_threads_arg
 from bngp.demo import DemoConfig, run_demo
 
@@ -18,8 +17,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_threads_arg(parser)
     parser.add_argument("--out", default="bngp-demo", metavar="DIR", help="output directory (default bngp-demo)")
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender training steps")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of the simulation, training and evaluation")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
     parser.set_defaults(func=run)
 
 

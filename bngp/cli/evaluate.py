@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from bngp.cli import COMMANDS
-
 import argparse
 import json
 
 import numpy as np
 
+from bngp.cli import COMMANDS
 from bngp.attacks.registry import parse_attack_names
 from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
 from bngp.evaluate import evaluate_defense
@@ -29,9 +28,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="none | run:RUN_DIR | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | rr:epsilon=E ...")
     parser.add_argument("--attacks", required=True, metavar="NAMES", help="comma-separated attack names, or all")
     parser.add_argument("--releases", type=int, default=50, help="independent evaluation releases (AUC std over these)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", required=True, metavar="EVAL.json")
+    parser.add_argument("--seed", type=int, default=0, help="evaluation seed (releases, attack set-up)")
+    parser.add_argument("--out", required=True, metavar="EVAL.json", help="JSON report (EVAL.md and EVAL.png beside it)")
     parser.add_argument("--scores-out", metavar="SCORES.npz", help="raw scores (releases x targets) and labels")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--plot", metavar="ROC.png", help="ROC plot path (default: next to EVAL.json)")
     parser.set_defaults(func=run)
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     parse_attack_names(args.attacks)  # unknown names fail before any work
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
     result = evaluate_defense(population, prior, defense, args.attacks, releases=args.releases, seed=args.seed,
-                              n_members=args.members, progress=False)
+                              n_members=args.members, progress=not args.quiet)
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense
     plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,

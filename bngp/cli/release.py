@@ -19,8 +19,6 @@ is calibrated for that row's number of members (``DefenseContext(population, n)`
 
 from __future__ import annotations
 
-from bngp.cli import COMMANDS
-
 import argparse
 import math
 import sys
@@ -32,6 +30,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from bngp.cli import COMMANDS
 from bngp.cli.common import add_population_args, add_threads_arg
 from bngp.data.npz import load_population
 from bngp.data.population import Population

@@ -1,42 +1,64 @@
-"""``bngp simulate``: make a population (individuals + reference panel) and save it as .npz."""
+"""``bngp simulate``: make a population (individuals + reference panel) and save it as .npz,
+simulated (stdpopsim or independent SNVs) or read from a VCF."""
 
 from __future__ import annotations
 
-from bngp.cli import COMMANDS
-
 import argparse
 
-from bngp.data.npz import save_population
+from bngp.cli import COMMANDS
+from bngp.errors import InputError
+from bngp.validation import check_output_file
 
 MODELS = ("stdpopsim", "independent")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "simulate",
-        help=COMMANDS["simulate"][1],)
-    parser.add_argument("--individuals", type=int, required=True, metavar="K")
-    parser.add_argument("--reference", type=int, required=True, metavar="R")
-    parser.add_argument("--snvs", type=int, required=True, metavar="Q")
+    parser = subparsers.add_parser("simulate", help=COMMANDS["simulate"][1])
+    parser.add_argument("--individuals", type=int, metavar="K",
+                        help="individuals who may be members (required unless --vcf)")
+    parser.add_argument("--reference", type=int, metavar="R",
+                        help="reference-panel individuals, disjoint from them (required unless --vcf; with --vcf: "
+                             "R samples drawn at random for the panel, default half of the samples)")
+    parser.add_argument("--snvs", type=int, metavar="Q",
+                        help="SNVs |Q| kept after the filters (required unless --vcf; with --vcf default: all that pass)")
     parser.add_argument("--model", choices=MODELS, default="stdpopsim",
-                        help="stdpopsim (HomSap OutOfAfrica_3G09 CEU chr10, default) or independent SNVs")
-    parser.add_argument("--min-maf", type=float, default=0.05, help="minor allele frequency filter")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", required=True, metavar="POP.npz")
+                        help="stdpopsim: HomSap OutOfAfrica_3G09 CEU chr10; independent: independent SNVs")
+    parser.add_argument("--vcf", metavar="FILE.vcf[.gz]",
+                        help="read the individuals from a VCF (GT field) instead of simulating them")
+    parser.add_argument("--min-maf", type=float, default=0.05, help="minor allele frequency filter, in [0, 0.5)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the simulation (or of the VCF panel draw)")
+    parser.add_argument("--out", required=True, metavar="POP.npz", help="population file to write")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.model == "independent":
-        from bngp.data.independent import simulate_independent
+    check_output_file("--out", args.out, parent_must_exist=False)
+    if not 0 <= args.min_maf < 0.5:
+        raise InputError(f"`--min-maf` must be in [0, 0.5), got {args.min_maf}.")
+    if args.vcf is not None:
+        from bngp.data.vcf import load_vcf
 
-        population = simulate_independent(args.individuals, args.reference, args.snvs, seed=args.seed,
-                                          min_frequency=args.min_maf)
+        population = load_vcf(args.vcf, reference_samples=args.reference, n_snvs=args.snvs, min_maf=args.min_maf,
+                              seed=args.seed)
+        source = f"VCF {args.vcf}"
     else:
-        from bngp.data.genome import simulate_genome
+        missing = [flag for flag, value in (("--individuals", args.individuals), ("--reference", args.reference),
+                                            ("--snvs", args.snvs)) if value is None]
+        if missing:
+            raise InputError(f"`{missing[0]}` is required (unless --vcf is given).")
+        if args.model == "independent":
+            from bngp.data.independent import simulate_independent
 
-        population = simulate_genome(args.individuals, args.reference, args.snvs, seed=args.seed, min_maf=args.min_maf)
+            population = simulate_independent(args.individuals, args.reference, args.snvs, seed=args.seed,
+                                              min_frequency=args.min_maf)
+        else:
+            from bngp.data.genome import simulate_genome
+
+            population = simulate_genome(args.individuals, args.reference, args.snvs, seed=args.seed, min_maf=args.min_maf)
+        source = f"{args.model}, seed {args.seed}"
+    from bngp.data.npz import save_population
+
     save_population(population, args.out)
     print(f"wrote {args.out}: {population.n_individuals} individuals, {population.n_reference} reference, "
-          f"{population.n_attributes} SNVs ({args.model}, seed {args.seed})")
+          f"{population.n_attributes} SNVs ({source})")
     return 0

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from bngp.cli import COMMANDS
-
 import argparse
 import json
 
+from bngp.cli import COMMANDS
 from bngp.cli.common import add_population_args, add_threads_arg, load_kappa_file, load_population_and_prior
 from bngp.errors import InputError
 from bngp.data.population import Population
@@ -24,12 +23,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_population_args(parser)
     parser.add_argument("--kappa", type=float, default=0.0, help="privacy-utility trade-off weight (>= 0)")
     parser.add_argument("--kappa-file", metavar="W.npy", help="per-attribute weights kappa_j (overrides --kappa)")
-    parser.add_argument("--objective", choices=OBJECTIVES, default="preference")
+    parser.add_argument("--objective", choices=OBJECTIVES, default="preference", help="defender objective (paper section 3.3)")
     parser.add_argument("--budget", type=float, help="budget of the utility-/privacy-budget objective")
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender updates")
     parser.add_argument("--attacker-steps", type=int, default=defaults.attacker_steps,
                         help="attacker updates per defender update")
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size, help="membership draws per update")
     parser.add_argument("--against", default="bayesian", metavar="ATTACK",
                         help="bayesian (the BNGP game, default) or a differentiable attack for a best-response "
                              "defender: lrt, adaptive-lrt, score, reconstruction")
@@ -40,15 +39,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "gaussian:epsilon=1,delta=1e-5 or gaussian:scale=0.01,delta=1e-5): the defender is "
                              "trained over the whole composition (paper App. L.6)")
     parser.add_argument("--dp-penalty", type=float, default=defaults.dp_penalty, help="weight of the BGBP penalty")
-    parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init)
+    parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init,
+                        help="in-game attacker: population-informed linear head, or the plain paper network")
     parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check_steps,
                         help="steps of the fresh attacker trained after training (0 = skip)")
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted run (RUN_DIR.incomplete) or a complete one from its last checkpoint")
     parser.add_argument("--force", action="store_true", help="replace an existing RUN_DIR when the new run completes")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the run (recorded in config.json and the manifest)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("--out", required=True, metavar="RUN_DIR")
+    parser.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory (written as RUN_DIR.incomplete until complete)")
     parser.set_defaults(func=run)
 
 

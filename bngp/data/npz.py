@@ -51,8 +51,16 @@ def load_population(path: str | Path) -> Population:
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         if isinstance(exc, DataFormatError):
             raise
-        raise DataFormatError(f"population file {path} is not a valid .npz archive ({exc}).") from exc
-    metadata = json.loads(str(arrays["metadata"])) if "metadata" in arrays else {}
+        raise DataFormatError(f"population file {path} is not a .npz archive written by `bngp simulate` "
+                              f"({type(exc).__name__}).") from None
+    metadata = {}
+    if "metadata" in arrays:
+        try:
+            metadata = json.loads(str(arrays["metadata"]))
+        except ValueError:
+            metadata = None
+        if not isinstance(metadata, dict):
+            raise DataFormatError(f"population file {path}: `metadata` must be a JSON object (a string array).")
     return Population(
         genotypes=arrays["genotypes"],
         reference=arrays["reference"],

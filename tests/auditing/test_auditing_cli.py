@@ -120,5 +120,5 @@ def test_missing_population_and_bad_members(population_file, tmp_path, capsys):
                  "score")
     argv[argv.index("--members") + 1] = "0"
     code, _, stderr = _run(argv, capsys)
-    assert code == 2 and "`--members` must be between 1 and K = 200" in stderr
+    assert code == 2 and "`--members` must be between 1 and K - 1 = 199" in stderr
     assert not out.exists()

@@ -302,3 +302,25 @@ def test_select_evenly():
     assert len(np.unique(select_evenly(1001, 1000))) == 1000
     with pytest.raises(InputError, match="`n_snvs` must be >= 1 and <= 3"):
         select_evenly(3, 4)
+
+
+def test_cli_reads_a_vcf_into_the_population_the_api_gives(ts_vcf, tmp_path, capsys):
+    """`bngp simulate --vcf FILE` writes the population load_vcf returns (same seed and options);
+    a missing VCF, or simulation options missing without --vcf, is a one-line error, exit 2."""
+    from bngp.cli import main
+    from bngp.data.npz import load_population
+
+    out = tmp_path / "pop.npz"
+    assert main(["simulate", "--vcf", str(ts_vcf), "--reference", "10", "--snvs", "30", "--seed", "4",
+                 "--out", str(out)]) == 0
+    loaded = load_population(out)
+    expected = load_vcf(ts_vcf, reference_samples=10, n_snvs=30, seed=4)
+    np.testing.assert_array_equal(loaded.genotypes, expected.genotypes)
+    np.testing.assert_array_equal(loaded.reference, expected.reference)
+    capsys.readouterr()
+    for argv, fragment in ((["--vcf", str(tmp_path / "missing.vcf")], "missing.vcf"),
+                           (["--individuals", "10", "--reference", "10"], "--snvs")):
+        bad = tmp_path / "bad.npz"
+        assert main(["simulate", *argv, "--out", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and len(err.strip().splitlines()) == 1 and not bad.exists()
