@@ -131,3 +131,32 @@ def test_resume_of_a_corrupt_checkpoint_is_one_line(small_population_file, tmp_p
     err = capsys.readouterr().err
     assert code == 2 and "checkpoint" in err and len(err.strip().splitlines()) == 1 and "weights_only" not in err
     assert not run.exists()
+
+
+@pytest.mark.parametrize("command", ["evaluate", "audit-mechanism"])
+def test_sigkill_of_evaluate_and_audit_mechanism_never_leaves_a_partial_report(small_population_file, tmp_path, command):
+    """Killed at random points, the JSON report (written last, atomically) is absent or complete.
+    (A kill inside a write can leave that write's hidden temporary file, never a partial report.)"""
+    out = tmp_path / "report.json"
+    if command == "evaluate":
+        argv = ["evaluate", "--population", str(small_population_file), "--members", "20", "--defense",
+                "laplace:scale=0.05", "--attacks", "score,reconstruction,linear", "--releases", "3", "--quiet",
+                "--scores-out", str(tmp_path / "scores.npz"), "--out", str(out)]
+    else:
+        argv = ["audit-mechanism", "--population", str(small_population_file), "--members", "20", "--defense",
+                "laplace:scale=0.05", "--mode", "one-run", "--canaries", "8", "--attack", "score", "--out", str(out)]
+    command_line = [sys.executable, "-m", "bngp.cli", *argv]
+    started = time.perf_counter()
+    finished = _run(command_line)
+    assert finished.returncode == 0, finished.stderr
+    duration = time.perf_counter() - started
+    complete = json.loads(out.read_text())
+    for point in _kill_points(4, duration, seed=len(command)):
+        out.unlink(missing_ok=True)
+        process = subprocess.Popen(command_line, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env={**os.environ, "OMP_NUM_THREADS": "1"})
+        time.sleep(point)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        if out.exists():
+            assert json.loads(out.read_text()).keys() == complete.keys()
