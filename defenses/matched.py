@@ -318,7 +318,7 @@ def match_utility(
     it, and ``n_attributes`` is required for linf); with ``x_hat`` the realised "clipped" loss on
     those statistics, kappa-weighted, is matched.
 
-    >>> from defenses.sensitivity import paper_sensitivity
+    >>> from bngp.defenses.sensitivity import paper_sensitivity
     >>> match_utility("laplace", 1e-4, paper_sensitivity("l1", 5000, 400)).epsilon  # App. L.3
     125000.0
     """

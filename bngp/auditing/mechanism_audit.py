@@ -52,7 +52,7 @@ def audit_mechanism(
 
     Example:
         >>> from bngp.data.independent import simulate_independent
-        >>> from defenses.base import NoDefense
+        >>> from bngp.defenses.base import NoDefense
         >>> population = simulate_independent(120, 60, 300, seed=0)
         >>> result = audit_mechanism(population, NoDefense(), "score", mode="one-run", canaries=30, members=40)
         >>> result.epsilon_lb > 0
