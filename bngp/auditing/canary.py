@@ -166,6 +166,7 @@ def _experiment(
     runs: int,
     neighbouring: str,
     seed: int | None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Draw the canaries and R runs, release, fit the attack, score: the shared experiment."""
     n_individuals = population.n_individuals
@@ -181,7 +182,7 @@ def _experiment(
     releases = sample_releases(mechanism, defense, b, torch_generator(seeds["release"]))
     known_size = members if relation == "replace" else members + m // 2
     knowledge = attack_knowledge(population, prior, defense, mechanism, known_size)
-    fitted = fit_attack(attack, knowledge, seeds["attack"])
+    fitted = fit_attack(attack, knowledge, seeds["attack"], progress)
     scores = check_scores(fitted.name, fitted.score(population.genotypes[canary_index], releases), (runs, m))
     design = {
         "individuals": n_individuals,
@@ -258,6 +259,7 @@ def one_run_mechanism_audit(
     delta: float | None = None,
     neighbouring: str = "auto",
     seed: int | None = 0,
+    progress: bool = False,
 ) -> MechanismAuditResult:
     """One-run canary audit of ``defense`` (Steinke, Nasr, Jagielski 2023); module docstring.
 
@@ -272,12 +274,14 @@ def one_run_mechanism_audit(
         neighbouring: ``"auto"`` (the defense's relation, else replace), ``"replace"`` or
             ``"add-remove"``.
         seed: the audit seed; every random stream is derived from it.
+        progress: a line on stderr when the releases are drawn and the attack is being fitted.
     """
     check_positive_int("canaries", canaries, minimum=2)
     confidence = check_confidence(confidence)
     delta = resolve_delta(delta, defense)
     experiment = _experiment(
-        population, defense, attack, canaries=canaries, members=members, runs=1, neighbouring=neighbouring, seed=seed
+        population, defense, attack, canaries=canaries, members=members, runs=1, neighbouring=neighbouring, seed=seed,
+        progress=progress,
     )
     inclusion = experiment["inclusion"][0]
     included = int(inclusion.sum())
@@ -306,6 +310,7 @@ def many_run_mechanism_audit(
     delta: float | None = None,
     neighbouring: str = "auto",
     seed: int | None = 0,
+    progress: bool = False,
 ) -> MechanismAuditResult:
     """Many-run canary audit over ``runs`` independent releases; module docstring.
 
@@ -317,7 +322,8 @@ def many_run_mechanism_audit(
     confidence = check_confidence(confidence)
     delta = resolve_delta(delta, defense)
     experiment = _experiment(
-        population, defense, attack, canaries=canaries, members=members, runs=runs, neighbouring=neighbouring, seed=seed
+        population, defense, attack, canaries=canaries, members=members, runs=runs, neighbouring=neighbouring, seed=seed,
+        progress=progress,
     )
     scores, inclusion = experiment["scores"], experiment["inclusion"]
     beta = 1.0 - confidence

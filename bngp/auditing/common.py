@@ -8,6 +8,8 @@ attack never sees (nor regenerates) the audited releases.
 
 from __future__ import annotations
 
+import sys
+
 from typing import Any
 
 import numpy as np
@@ -35,12 +37,19 @@ def audit_seeds(seed: int | None) -> tuple[int, dict[str, int]]:
     return seed, dict(zip(SEED_STREAMS, derived))
 
 
-def fit_attack(attack: str | Attack, knowledge: AttackKnowledge, seed: int) -> Attack:
-    """Instantiate ``attack`` (a registry name) if needed and fit it on ``knowledge`` only."""
+def fit_attack(attack: str | Attack, knowledge: AttackKnowledge, seed: int, progress: bool = False) -> Attack:
+    """Instantiate ``attack`` (a registry name) if needed and fit it on ``knowledge`` only; with
+    ``progress``, a line on stderr once the attack's knowledge is known to be there (so that a bad
+    input still gives exactly one line, the error)."""
     if isinstance(attack, str):
         attack = get_attack(attack)
     elif not isinstance(attack, Attack):
         raise InputError(f"`attack` must be an attack name or an Attack, got {type(attack).__name__}.")
+    missing = attack.requires - knowledge.available()
+    if missing:
+        raise InputError(f"attack `{attack.name}` needs {', '.join(sorted(missing))}, which was not provided.")
+    if progress:
+        print(f"[audit-mechanism] releases drawn; fitting and scoring attack `{attack.name}`", file=sys.stderr, flush=True)
     return attack.fit(knowledge, seed=seed)
 
 

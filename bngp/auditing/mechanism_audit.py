@@ -34,6 +34,7 @@ def audit_mechanism(
     delta: float | None = None,
     neighbouring: str = "auto",
     seed: int | None = 0,
+    progress: bool = False,
 ) -> MechanismAuditResult:
     """Audit ``defense`` on ``population`` with ``attack`` in ``mode``.
 
@@ -49,6 +50,7 @@ def audit_mechanism(
         delta: delta of the bound (canary modes; default the defense's claimed delta).
         neighbouring: ``"auto"``, ``"replace"`` or ``"add-remove"`` (canary modes).
         seed: the audit seed.
+        progress: a line on stderr when the releases are drawn and the attack is being fitted.
 
     Example:
         >>> from bngp.data.independent import simulate_independent
@@ -68,10 +70,12 @@ def audit_mechanism(
         if neighbouring != "auto":
             raise InputError("`neighbouring` does not apply to panoramia (datasets are n of K uniformly).")
         return panoramia_mechanism_audit(
-            population, defense, attack, audit_size=canaries, members=members, confidence=confidence, seed=seed
+            population, defense, attack, audit_size=canaries, members=members, confidence=confidence, seed=seed,
+            progress=progress,
         )
     common = dict(
-        canaries=canaries, members=members, confidence=confidence, delta=delta, neighbouring=neighbouring, seed=seed
+        canaries=canaries, members=members, confidence=confidence, delta=delta, neighbouring=neighbouring, seed=seed,
+        progress=progress,
     )
     if mode == "one-run":
         return one_run_mechanism_audit(population, defense, attack, **common)

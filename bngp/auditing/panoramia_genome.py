@@ -116,6 +116,7 @@ def panoramia_mechanism_audit(
     confidence: float = 0.95,
     generator: HaplotypeCopyingModel | None = None,
     seed: int | None = 0,
+    progress: bool = False,
 ) -> MechanismAuditResult:
     """PANORAMIA measurement of one release of ``defense`` (module docstring).
 
@@ -128,6 +129,7 @@ def panoramia_mechanism_audit(
         confidence: 1 - beta of the joint statement (beta/2 per test).
         generator: an unfitted :class:`HaplotypeCopyingModel` (default settings if None).
         seed: the audit seed; every random stream is derived from it.
+        progress: a line on stderr when the releases are drawn and the attack is being fitted.
     """
     m = check_positive_int("canaries", audit_size, minimum=2)
     n_individuals = population.n_individuals
@@ -171,7 +173,7 @@ def panoramia_mechanism_audit(
     mechanism = SummaryStatistics(genotypes)
     release = sample_releases(mechanism, defense, b, torch_generator(seeds["release"]))
     knowledge = attack_knowledge(population, prior, defense, mechanism, members)
-    fitted = fit_attack(attack, knowledge, seeds["attack"])
+    fitted = fit_attack(attack, knowledge, seeds["attack"], progress)
     training_scores = _attack_scores(fitted, training, release)
     audit_scores = _attack_scores(fitted, audit_points, release)
 

@@ -81,6 +81,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     parser.add_argument("--seed", type=int, default=0, help="audit seed (default 0)")
     parser.add_argument("--out", required=True, metavar="AUDIT.json", help="output JSON file")
+    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     parser.set_defaults(func=run)
     return parser
 
@@ -103,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         delta=args.delta,
         neighbouring=args.neighbouring,
         seed=args.seed,
+        progress=not args.quiet,
     )
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense

@@ -122,3 +122,14 @@ def test_missing_population_and_bad_members(population_file, tmp_path, capsys):
     code, _, stderr = _run(argv, capsys)
     assert code == 2 and "`--members` must be between 1 and K - 1 = 199" in stderr
     assert not out.exists()
+
+
+def test_progress_line_on_stderr_and_quiet(population_file, tmp_path, capsys):
+    """A progress line on stderr while the attack is fitted (stdout keeps the one-line result);
+    --quiet silences it."""
+    out = tmp_path / "a.json"
+    argv = _base(population_file, out, "--defense", "none", "--mode", "one-run", "--canaries", "10", "--attack", "score")
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0 and "fitting and scoring attack `score`" in stderr and stdout.startswith("epsilon_lb")
+    code, _, stderr = _run([*argv, "--quiet"], capsys)
+    assert code == 0 and stderr == ""
