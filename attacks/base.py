@@ -105,11 +105,15 @@ class Attack(ABC):
 
     def fit(self, knowledge: AttackKnowledge, seed: int = 0) -> "Attack":
         """Set the attack up from the knowledge it is allowed to have; returns self."""
+        self.check_knowledge(knowledge)
+        self._fit(knowledge, seed)
+        return self
+
+    def check_knowledge(self, knowledge: AttackKnowledge) -> None:
+        """Raise :class:`InputError` naming the knowledge fields the attack needs and ``knowledge`` lacks."""
         missing = self.requires - knowledge.available()
         if missing:
             raise InputError(f"attack `{self.name}` needs {', '.join(sorted(missing))}, which was not provided.")
-        self._fit(knowledge, seed)
-        return self
 
     def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
         """Learn what the attack needs (default: nothing)."""

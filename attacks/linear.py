@@ -122,8 +122,7 @@ class LinearAttack(TorchAttack):
 
     def predict(self, releases: torch.Tensor) -> torch.Tensor:
         """b_hat(x) for each release, shape (R, K), differentiable in the releases."""
-        if self.fit_ is None:
-            self._check_fitted()
+        self._check_fitted()
         return self.fit_.predict(releases)
 
     def _raw_torch(self, targets: torch.Tensor | np.ndarray, releases: torch.Tensor) -> torch.Tensor:

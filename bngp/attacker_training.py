@@ -20,7 +20,14 @@ from tqdm.auto import tqdm
 
 from bngp.errors import InputError
 from bngp.players import Attacker, AttackerSpec, block_inversion_head
-from bngp.ridge import DEFAULT_VALIDATION_RELEASES, default_shadow_releases, fit_converged, fit_ridge, max_shadow_releases
+from bngp.ridge import (
+    DEFAULT_VALIDATION_RELEASES,
+    SharedDraws,
+    default_shadow_releases,
+    fit_converged,
+    fit_ridge,
+    max_shadow_releases,
+)
 
 __all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler", "prefer_population_inversion"]
 
@@ -102,10 +109,11 @@ def train_attacker(
         else:
             start = default_shadow_releases(spec.n_individuals, spec.n_outputs)
             maximum = max_shadow_releases(spec.n_individuals, spec.n_outputs)
+            draws = SharedDraws(sample)
             fit, curve = fit_converged(
-                partial(fit_ridge, prior_mean=theta), sample, start=start, maximum=maximum, validation=validation
+                partial(fit_ridge, prior_mean=theta), draws.reader(), start=start, maximum=maximum, validation=validation
             )
-            x, b = sample(start)
+            x, b = draws.reader()(start)  # the first shadow releases again, for the block weights
         attacker.initialise_from_ridge(fit, theta)
         attacker.calibrate_head(validation_x, validation_b)
         attacker.warm_start = {"fit": fit.describe(), "learning_curve": None if curve is None else curve.to_dict()}

@@ -55,6 +55,7 @@ from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec
 from bngp.run_dir import commit_run, open_run
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
+    SharedDraws,
     affine_calibration,
     default_shadow_releases,
     fit_converged,
@@ -748,9 +749,11 @@ class Game:
         start = default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         maximum = max_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         validation = sampler(DEFAULT_VALIDATION_RELEASES)
+        draws = SharedDraws(sampler)  # both fits read the same shadow releases, simulated once
         for name, fit_function in (("linear", fit_ridge), ("whitened", fit_whitened)):
             fit, curve = fit_converged(
-                partial(fit_function, prior_mean=self.theta), sampler, start=start, maximum=maximum, validation=validation
+                partial(fit_function, prior_mean=self.theta), draws.reader(), start=start, maximum=maximum,
+                validation=validation,
             )
             with torch.no_grad():
                 scores = fit.predict(x).numpy()

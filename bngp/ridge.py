@@ -55,6 +55,7 @@ __all__ = [
     "fit_ridge",
     "fit_whitened",
     "fit_converged",
+    "SharedDraws",
     "affine_calibration",
     "logistic_calibration",
     "thin_svd",
@@ -324,6 +325,35 @@ def fit_whitened(
     solve = (vectors / (values.clamp(min=0) + ridge * top)) @ vectors.T
     weights = basis @ (whitened_signal.T @ solve)
     return LinearFit(release_mean, intercept, weights, ridge, "validation-auc", score, tuple(best_points), n_rows, shrink)
+
+
+class SharedDraws:
+    """Shadow releases simulated once and read by several fits: every :meth:`reader` sees the same
+    sequence of draws from ``sample``, which is called only for draws no reader has asked for yet
+    (the storage grows by concatenation, amortised by the doubling of :func:`fit_converged`)."""
+
+    def __init__(self, sample: Sampler) -> None:
+        self._sample = sample
+        self._x: torch.Tensor | None = None
+        self._b: torch.Tensor | None = None
+
+    def _available(self) -> int:
+        return 0 if self._x is None else int(self._x.shape[0])
+
+    def reader(self) -> Sampler:
+        """A sampler that reads the shared draws from the beginning."""
+        position = [0]
+
+        def read(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+            start, stop = position[0], position[0] + int(n)
+            if stop > self._available():
+                x, b = self._sample(stop - self._available())
+                self._x = x if self._x is None else torch.cat([self._x, x.to(self._x.dtype)])
+                self._b = b if self._b is None else torch.cat([self._b, b.to(self._b.dtype)])
+            position[0] = stop
+            return self._x[start:stop], self._b[start:stop]
+
+        return read
 
 
 def fit_converged(

@@ -67,19 +67,16 @@ def outside_ridge(
     }
 
 
-def simulate(population_path: str, members: int, defense_spec: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """n releases of the defense with memberships drawn n of K uniformly (the product's sampler)."""
-    from bngp.cli.common import load_population_and_prior
-    from bngp.defenses.base import sample_releases
-    from bngp.defenses.registry import DefenseContext, parse_defense_spec
-    from bngp.rng import torch_generator
+def attack_defense(population, prior, defense, *, shadow: int, validation: int, test: int, seed: int) -> dict:
+    """Simulate shadow + validation + test releases of ``defense`` with the product's simulator
+    (the releases an evaluation sees; memberships n of K uniformly) and run :func:`outside_ridge`."""
+    from bngp.evaluate import make_simulator
 
-    population, prior = load_population_and_prior(population_path, members)
-    defense = parse_defense_spec(defense_spec, DefenseContext(population, members))
-    mechanism = defense.mechanism(population.genotypes)
-    b = prior.sample(n, np.random.default_rng(seed))
-    chunks = [sample_releases(mechanism, defense, b[i : i + 1000], torch_generator(seed + i)) for i in range(0, n, 1000)]
-    return np.concatenate(chunks), b.astype(np.float64)
+    simulate = make_simulator(defense.mechanism(population.genotypes), prior, defense)
+    x, b = simulate(shadow + validation + test, 10_007 + seed)
+    b = b.astype(np.float64)
+    n, v = shadow, shadow + validation
+    return outside_ridge(x[:n], b[:n], x[n:v], b[n:v], x[v:], b[v:])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,10 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out")
     args = parser.parse_args(argv)
+    from bngp.cli.common import load_population_and_prior
+    from bngp.defenses.registry import DefenseContext, parse_defense_spec
+
     started = time.perf_counter()
-    x, b = simulate(args.population, args.members, args.defense, args.shadow + args.validation + args.test, 10_007 + args.seed)
-    n, v = args.shadow, args.shadow + args.validation
-    result = outside_ridge(x[:n], b[:n], x[n:v], b[n:v], x[v:], b[v:])
+    population, prior = load_population_and_prior(args.population, args.members)
+    defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
+    result = attack_defense(population, prior, defense, shadow=args.shadow, validation=args.validation, test=args.test,
+                            seed=args.seed)
     result.update({"defense": args.defense, "seed": args.seed, "seconds": time.perf_counter() - started})
     text = json.dumps(result, indent=2)
     if args.out:

@@ -31,20 +31,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from outside_ridge import outside_ridge
+from outside_ridge import attack_defense
 
 K, N, SNVS, KAPPA = 200, 100, 1000, 1.5
 SHADOW, VALIDATION, TEST = 8000, 500, 200
 RESULTS = Path(__file__).resolve().parent / "results" / "privacy_holds"
-
-
-def _outside(population, prior, defense, seed: int) -> dict:
-    from bngp.evaluate import make_simulator
-
-    simulate = make_simulator(defense.mechanism(population.genotypes), prior, defense)
-    x, b = simulate(SHADOW + VALIDATION + TEST, 10_007 + seed)
-    n, v = SHADOW, SHADOW + VALIDATION
-    return outside_ridge(x[:n], b[:n], x[n:v], b[n:v], x[v:], b[v:])
 
 
 def _evaluate(population, prior, defense, seed: int) -> dict:
@@ -53,7 +44,7 @@ def _evaluate(population, prior, defense, seed: int) -> dict:
     started = time.perf_counter()
     result = evaluate_defense(population, prior, defense, "all", releases=50, seed=seed, n_members=N)
     payload = result.to_dict()
-    outside = _outside(population, prior, defense, seed)
+    outside = attack_defense(population, prior, defense, shadow=SHADOW, validation=VALIDATION, test=TEST, seed=seed)
     return {
         "utility": payload["utility"],
         "attacks": {name: {"auc": entry["auc"], "auc_std": entry["auc_std"], **({"learning_curve": entry["learning_curve"]} if "learning_curve" in entry else {})}

@@ -45,9 +45,7 @@ def fit_attack(attack: str | Attack, knowledge: AttackKnowledge, seed: int, prog
         attack = get_attack(attack)
     elif not isinstance(attack, Attack):
         raise InputError(f"`attack` must be an attack name or an Attack, got {type(attack).__name__}.")
-    missing = attack.requires - knowledge.available()
-    if missing:
-        raise InputError(f"attack `{attack.name}` needs {', '.join(sorted(missing))}, which was not provided.")
+    attack.check_knowledge(knowledge)
     if progress:
         print(f"[audit-mechanism] releases drawn; fitting and scoring attack `{attack.name}`", file=sys.stderr, flush=True)
     return attack.fit(knowledge, seed=seed)

@@ -395,3 +395,28 @@ def test_affine_calibration_never_makes_the_attacker_worse(logits, seed):
     scale, shift = affine_calibration(z, labels)
     loss = torch.nn.BCEWithLogitsLoss()
     assert float(loss(scale * z + shift, labels)) <= float(loss(z, labels)) + 1e-6
+
+
+def test_shared_draws_simulate_once_and_replay_in_order():
+    """Two readers of SharedDraws see the same sequence; the sampler is asked only for draws no
+    reader has seen (2 and 3 for the first reader, then the 3 the second reads beyond them)."""
+    from bngp.ridge import SharedDraws
+
+    calls = []
+
+    def sample(n):
+        calls.append(n)
+        start = sum(calls) - n
+        values = torch.arange(start, start + n, dtype=torch.float64)[:, None]
+        return values, values + 100
+
+    draws = SharedDraws(sample)
+    first, second = draws.reader(), draws.reader()
+    x1, _ = first(2)
+    x2, b2 = first(3)
+    y, c = second(8)
+    assert calls == [2, 3, 3]
+    np.testing.assert_array_equal(torch.cat([x1, x2]).numpy(), y[:5].numpy())
+    np.testing.assert_array_equal(y.numpy().ravel(), np.arange(8))
+    np.testing.assert_array_equal((c - y).numpy(), 100)
+    np.testing.assert_array_equal(b2.numpy().ravel(), [102, 103, 104])
