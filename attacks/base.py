@@ -1,11 +1,11 @@
 """The attack interface and the record of what an attacker knows.
 
-Conventions (shared/reference/attacks.md): member = 1; an attack returns one real score per
+Conventions: member = 1; an attack returns one real score per
 target per release, higher = more likely member.  An attack is set up (:meth:`Attack.fit`)
 only with the knowledge it is defined to have, recorded in :class:`AttackKnowledge`, and
 never sees evaluation labels.  Scoring is vectorised over targets x releases.
 
-Honest orientation (shared/reference/bngp.md, "Orientation"): a fitted attack records the
+Honest orientation: a fitted attack records the
 direction of its raw statistic (``orientation_``, +1 or -1), the decision threshold on its
 score (``threshold_``) and a note when the raw statistic had to be flipped
 (``orientation_note_``); all three are set from data the attack may have (its own shadow
@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
@@ -32,9 +32,16 @@ from .inputs import (
 )
 from bngp.errors import InputError
 from bngp.metrics import auc
-from bngp.noise_law import NoiseLaw
+from bngp.release.mechanism import Mechanism
+from bngp.release.noise_law import NoiseLaw
+from bngp.release.sampling import NoiseSource, release_mechanism, sample_releases
+from bngp.rng import torch_generator
 
-__all__ = ["AttackKnowledge", "Attack", "TorchAttack", "ReleaseSimulator", "NoiseLaw"]
+if TYPE_CHECKING:
+    from bngp.data.population import Population
+    from bngp.data.priors import MembershipPrior
+
+__all__ = ["AttackKnowledge", "Attack", "TorchAttack", "ReleaseSimulator", "NoiseLaw", "release_simulator", "attack_knowledge"]
 
 #: simulate(n_releases, seed) -> (releases (R, Q), memberships (R, K)): shadow releases the
 #: attacker generates itself against the (known) defense on the known population.
@@ -76,6 +83,36 @@ class AttackKnowledge:
             "simulate",
         )
         return frozenset(name for name in names if getattr(self, name) is not None)
+
+
+def release_simulator(mechanism: Mechanism, prior: "MembershipPrior", defense: NoiseSource) -> ReleaseSimulator:
+    """simulate(n, seed) -> (releases (n, n_outputs), memberships (n, K)): draws b ~ ``prior`` and
+    the defense's releases of them, both from ``seed``."""
+
+    def simulate(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        b = prior.sample(n, np.random.default_rng(seed))
+        return sample_releases(mechanism, defense, b, torch_generator(seed)), b
+
+    return simulate
+
+
+def attack_knowledge(
+    population: "Population", prior: "MembershipPrior", defense: NoiseSource, n_members: int | None
+) -> AttackKnowledge:
+    """Everything any attack may be given against ``defense`` on ``population`` under ``prior``;
+    each attack uses only what it declares.  The one set-up of the evaluation, the best
+    responses and the mechanism audits: the simulator releases exactly what the defense
+    releases (:func:`bngp.release.sampling.release_mechanism` of its ``composition``)."""
+    mechanism = release_mechanism(population.genotypes, defense.composition)
+    return AttackKnowledge(
+        reference_frequencies=population.reference_frequencies,
+        reference_genotypes=population.reference,
+        population=population.genotypes,
+        n_members=n_members,
+        membership_prior=prior.marginals,
+        noise_law=getattr(defense, "noise_law", None),
+        simulate=release_simulator(mechanism, prior, defense),
+    )
 
 
 class Attack(ABC):

@@ -1,6 +1,6 @@
 """The learned Bayesian attacker BNGP(A) (paper 003, sections 3.2 and 5).
 
-A cross-entropy attacker network H(x) (see :class:`bngp.players.Attacker`) trained on
+A cross-entropy attacker network H(x) (see :class:`bngp.attacks.network.Attacker`) trained on
 releases the attacker simulates itself against the (frozen, known) defense on the known
 population: the minimiser of the expected cross-entropy is the posterior P(b_k = 1 | x)
 (Lemma 3), so its scores are posterior log-odds.  Orientation needs no choice: the training
@@ -14,9 +14,9 @@ import torch
 
 from .base import Attack, AttackKnowledge
 from .registry import register_attack
-from bngp.attacker_training import AttackerTrainingConfig, train_attacker
+from .training import AttackerTrainingConfig, train_attacker
 from bngp.errors import DataFormatError, InputError
-from bngp.players import Attacker, AttackerSpec
+from .network import Attacker, AttackerSpec
 from bngp.rng import spawn_seeds
 
 __all__ = ["BayesianAttack"]

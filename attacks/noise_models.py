@@ -34,14 +34,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch.special import erfcx, log_ndtr, ndtr
 
 from bngp.errors import InputError
-from bngp.noise_law import NoiseLaw
+from bngp.release.noise_law import NoiseLaw
 
-__all__ = ["TotalNoise", "total_noise", "censored_loglik", "sample_noise"]
+__all__ = ["TotalNoise", "total_noise", "censored_loglik"]
 
 _LOG_HALF = math.log(0.5)
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -177,20 +176,3 @@ def censored_loglik(x: torch.Tensor, mean: torch.Tensor, var: torch.Tensor, nois
     at_zero = noise.logcdf(-mean, var)
     at_one = noise.logcdf(mean - 1, var)
     return torch.where(x <= 0, at_zero, torch.where(x >= 1, at_one, inside))
-
-
-def sample_noise(law: NoiseLaw, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
-    """Draw defense noise of ``law`` for a (n_releases, |Q|) batch (numpy, float64).
-
-    linf: z = r u, r ~ Gamma(|Q| + 1, scale) per release, u ~ Uniform[-1, 1]^|Q| (the K-norm
-    mechanism with density proportional to exp(-||z||_inf / scale)).
-    """
-    n_releases, n_attributes = shape
-    if law.kind == "none" or law.scale == 0:
-        return np.zeros(shape)
-    if law.kind == "laplace":
-        return rng.laplace(0.0, law.scale, size=shape)
-    if law.kind == "gaussian":
-        return rng.normal(0.0, law.scale, size=shape)
-    radius = rng.gamma(n_attributes + 1, law.scale, size=(n_releases, 1))
-    return radius * rng.uniform(-1.0, 1.0, size=shape)

@@ -27,10 +27,11 @@ import torch
 
 from .base import AttackKnowledge, TorchAttack
 from .inputs import check_binary_panel, check_reference_frequencies, check_releases
-from .noise_models import sample_noise
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
-from bngp.noise_law import NoiseLaw
+from bngp.release.mechanism import allele_frequencies
+from bngp.release.noise import sample_noise
+from bngp.release.noise_law import NoiseLaw
 from bngp.rng import make_rng, spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
 
@@ -59,21 +60,6 @@ class ShadowData:
     releases: np.ndarray
     labels: np.ndarray
     source: str
-
-
-#: columns of the genotype matrix converted to float at once.
-_COLUMN_BLOCK = 4096
-
-
-def _frequencies(memberships: np.ndarray, genotypes: np.ndarray) -> np.ndarray:
-    """x_hat = b Z / sum(b) for a batch of memberships (float64), in blocks of SNVs."""
-    counts = np.maximum(memberships.sum(axis=1, keepdims=True), 1.0)
-    b = memberships.astype(np.float64)
-    releases = np.empty((b.shape[0], genotypes.shape[1]))
-    for j0 in range(0, genotypes.shape[1], _COLUMN_BLOCK):
-        block = genotypes[:, j0 : j0 + _COLUMN_BLOCK].astype(np.float64)
-        releases[:, j0 : j0 + _COLUMN_BLOCK] = (b @ block) / counts
-    return releases
 
 
 def _bernoulli_individuals(frequencies: np.ndarray, n_individuals: int, rng: np.random.Generator) -> np.ndarray:
@@ -112,7 +98,7 @@ def synthetic_shadow(
         raise InputError(f"`n_individuals` must be > n_members ({n_members}), got {size}.")
     genotypes = _bernoulli_individuals(reference_frequencies, size, rng)
     memberships = UniformSubsetPrior(size, n_members).sample(n_releases, rng)
-    releases = _frequencies(memberships, genotypes)
+    releases = allele_frequencies(memberships, genotypes)
     source = "no-defense shadow releases of synthetic individuals drawn from p_bar"
     if noise_law is not None and noise_law.kind != "none":
         releases = np.clip(releases + sample_noise(noise_law, releases.shape, rng), 0.0, 1.0)
@@ -128,7 +114,7 @@ def population_shadow(population: np.ndarray, n_members: int, n_releases: int, s
         raise InputError(f"`n_members` must be < the population size ({n_individuals}), got {n_members}.")
     memberships = UniformSubsetPrior(n_individuals, n_members).sample(n_releases, rng)
     return ShadowData(
-        population, _frequencies(memberships, population), memberships, "no-defense shadow releases of the population"
+        population, allele_frequencies(memberships, population), memberships, "no-defense shadow releases of the population"
     )
 
 

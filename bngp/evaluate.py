@@ -1,4 +1,4 @@
-"""The attack x defense evaluation harness (paper 003, section 5; App. L.9).
+"""The attack x defense evaluation harness (arXiv:2410.07414, section 5; App. L.9).
 
 For one population, membership prior and defense:
 1. draw R evaluation memberships b ~ sigma and their releases x = clip(f(D) + xi, 0, 1);
@@ -32,20 +32,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from bngp.attacks.base import Attack, AttackKnowledge
+from bngp.attacks.base import Attack, attack_knowledge
 from bngp.attacks.registry import get_attack, parse_attack_names
 from bngp.attacks.stacking import StackedAttack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError
-from bngp.mechanism import Mechanism
 from bngp.metrics import bgp_risk, binary_entropy, membership_metrics
 from bngp.rng import spawn_seeds, torch_generator
-from bngp.defenses.base import Defense, sample_releases
+from bngp.defenses.base import Defense
+from bngp.release.sampling import release_mechanism, sample_releases
 
-__all__ = ["EvaluationResult", "evaluate_defense", "make_simulator", "attack_knowledge", "utility_record", "ANALYTIC_ATTACKS"]
+__all__ = ["EvaluationResult", "evaluate_defense", "utility_record", "ANALYTIC_ATTACKS"]
 
-#: attacks computed in closed form from the release (the "best analytic attack" of issue 6).
+#: attacks computed in closed form from the release (their best is compared with the Bayesian attacker).
 ANALYTIC_ATTACKS = ("lrt", "adaptive-lrt", "optimal-lrt", "score", "homer", "reconstruction")
 
 
@@ -89,32 +89,6 @@ class EvaluationResult:
                 "gap": self.attacks[best]["auc"] - self.attacks["bayesian"]["auc"],
             }
         return payload
-
-
-def make_simulator(mechanism: Mechanism, prior: MembershipPrior, defense: Defense):
-    """simulate(n, seed) -> (releases (n, Q), memberships (n, K)) against ``defense``."""
-
-    def simulate(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        rng = np.random.default_rng(seed)
-        b = prior.sample(n, rng)
-        return sample_releases(mechanism, defense, b, torch_generator(seed)), b
-
-    return simulate
-
-
-def attack_knowledge(
-    population: Population, prior: MembershipPrior, defense: Defense, mechanism: Mechanism, n_members: int | None
-) -> AttackKnowledge:
-    """Everything any attack may be given; each attack uses only what it declares."""
-    return AttackKnowledge(
-        reference_frequencies=population.reference_frequencies,
-        reference_genotypes=population.reference,
-        population=population.genotypes,
-        n_members=n_members,
-        membership_prior=prior.marginals,
-        noise_law=defense.noise_law,
-        simulate=make_simulator(mechanism, prior, defense),
-    )
 
 
 def utility_record(x: np.ndarray, x_hat: np.ndarray, data_independent: np.ndarray) -> dict:
@@ -169,8 +143,8 @@ def evaluate_defense(
     """
     if releases < 2:
         raise InputError(f"`releases` must be >= 2, got {releases}.")
-    mechanism = defense.mechanism(population.genotypes)
-    knowledge = attack_knowledge(population, prior, defense, mechanism, n_members)
+    mechanism = release_mechanism(population.genotypes, defense.composition)
+    knowledge = attack_knowledge(population, prior, defense, n_members)
     if isinstance(attacks, str):
         attacks = parse_attack_names(attacks, knowledge)
     eval_seed, *attack_seeds = spawn_seeds(seed, 1 + len(attacks))

@@ -6,10 +6,18 @@ fresh seed from the OS, which is then recorded in the outputs so the run can be 
 
 from __future__ import annotations
 
-import numpy as np
-import torch
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-__all__ = ["SeedLike", "resolve_seed", "make_rng", "spawn_seeds", "torch_generator"]
+import numpy as np
+
+from bngp.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["SeedLike", "resolve_seed", "make_rng", "spawn_seeds", "named_seeds", "torch_generator", "seeded_torch"]
 
 SeedLike = int | None | np.random.Generator
 
@@ -19,8 +27,6 @@ def resolve_seed(seed: int | None) -> int:
     if seed is None:
         return int(np.random.SeedSequence().entropy % (2**32))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        from bngp.errors import InputError
-
         raise InputError(f"`seed` must be a non-negative integer, got {seed!r}.")
     return int(seed)
 
@@ -41,8 +47,27 @@ def spawn_seeds(seed: int, n: int) -> list[int]:
     return [int(c.generate_state(1, dtype=np.uint32)[0]) for c in children]
 
 
-def torch_generator(seed: int) -> torch.Generator:
+def named_seeds(seed: int, names: tuple[str, ...]) -> dict[str, int]:
+    """One independent seed per named stream of a run, spawned from ``seed`` (no ``seed + 1`` offsets)."""
+    return dict(zip(names, spawn_seeds(seed, len(names))))
+
+
+def torch_generator(seed: int) -> "torch.Generator":
     """Return a CPU torch Generator seeded with ``seed``."""
+    import torch
+
     generator = torch.Generator()
     generator.manual_seed(int(seed))
     return generator
+
+
+@contextmanager
+def seeded_torch(seed: int) -> Iterator[None]:
+    """Seed torch's global generator for the block (network initialisation draws from it) and
+    restore the caller's state afterwards, so that seeding a run never changes what the
+    caller's own torch code draws next."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        yield

@@ -5,6 +5,7 @@ All checks raise :class:`bngp.errors.InputError` (or :class:`DataFormatError` fo
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -44,6 +45,27 @@ def check_nonnegative(name: str, value: float) -> float:
     value = float(value)
     if not np.isfinite(value) or value < 0:
         raise InputError(f"`{name}` must be a finite number >= 0, got {value}.")
+    return value
+
+
+def check_epsilon(value: float, name: str = "epsilon") -> float:
+    """Return ``value`` as float if it is a finite number > 0."""
+    value = float(value)
+    if math.isnan(value) or value <= 0:
+        raise InputError(f"`{name}` must be > 0, got {value:g}.")
+    if math.isinf(value):
+        raise InputError(f"`{name}` must be finite, got {value:g}.")
+    return value
+
+
+def check_delta(value: float, name: str = "delta", *, allow_zero: bool = True) -> float:
+    """Return ``value`` as float if it lies in [0, 1) (in (0, 1) when not ``allow_zero``: a
+    Gaussian mechanism has no finite eps at delta = 0)."""
+    value = float(value)
+    if allow_zero and not 0.0 <= value < 1.0:
+        raise InputError(f"`{name}` must be in [0, 1), got {value:g}.")
+    if not allow_zero and not 0.0 < value < 1.0:
+        raise InputError(f"`{name}` must be in (0, 1), got {value:g}.")
     return value
 
 

@@ -1,10 +1,19 @@
 """Defenses: noise laws for the released statistic, and the ``--defense SPEC`` registry.
 
 Importing this package registers every built-in defense (``none``, ``laplace``, ``gaussian``,
-``linf``, ``rr``) with :mod:`bngp.defenses.registry`.
+``linf``, ``rr``, ``run``, ``matched-*``) with :mod:`bngp.defenses.registry`.
+
+* :mod:`~bngp.defenses.base`: the :class:`Defense` interface and its :class:`Guarantee`.
+* :mod:`~bngp.defenses.calibration`: eps, delta, sensitivity <-> noise scale.
+* :mod:`~bngp.defenses.dp`: the DP mechanisms; :mod:`~bngp.defenses.specs`: their SPECs.
+* :mod:`~bngp.defenses.sensitivity`, :mod:`~bngp.defenses.secure_sampling`.
+* :mod:`~bngp.defenses.network`, :mod:`~bngp.defenses.artifact`, :mod:`~bngp.defenses.trained`:
+  the defender network G, its file format and the trained defense (``run:RUN_DIR``).
+* :mod:`~bngp.defenses.matched`, :mod:`~bngp.defenses.matched_run`: DP mechanisms matched in
+  utility to a trained defender (``matched-laplace:run=RUN_DIR``).
 """
 
-from .base import Defense, Guarantee, NoDefense, sample_releases
+from .base import Defense, Guarantee, NoDefense
 from .registry import DefenseContext, available_defenses, parse_defense_spec, register_defense
 from .sensitivity import (
     DEFAULT_SENSITIVITY,
@@ -22,6 +31,8 @@ from .dp import (
     LaplaceDefense,
     LinfKNormDefense,
     RandomizedResponseDefense,
+)
+from .calibration import (
     flip_probability,
     gaussian_delta,
     gaussian_epsilon,
@@ -32,6 +43,7 @@ from .dp import (
     linf_epsilon,
     linf_scale,
 )
+from . import specs  # noqa: F401  (registers the DP mechanisms' SPECs)
 from .trained import TrainedDefense, load_run_defense
 from .matched_run import MatchedDefense, matched_to_run
 from .matched import (
@@ -53,7 +65,6 @@ __all__ = [
     "Defense",
     "Guarantee",
     "NoDefense",
-    "sample_releases",
     "DefenseContext",
     "available_defenses",
     "parse_defense_spec",

@@ -1,6 +1,6 @@
 """The defense interface: a noise law xi ~ g(. | b) added to the released statistic.
 
-Paper (003) section 2.2: the defender's strategy g perturbs the output of the mechanism,
+arXiv:2410.07414, section 2.2: the defender's strategy g perturbs the output of the mechanism,
 x = clip(f(D) + xi, 0, 1).  A defense here is anything that produces xi for a batch of
 membership vectors: fixed DP mechanisms (their noise ignores b), trained neural defenders
 G(b, r), and best-response defenders.  A defense may describe its formal guarantee as a
@@ -12,13 +12,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import torch
 
-from bngp.mechanism import Mechanism, SummaryStatistics
-from bngp.noise_law import NoiseLaw
+from bngp.release.noise_law import NoiseLaw
 
-__all__ = ["Guarantee", "Defense", "NoDefense", "sample_releases"]
+__all__ = ["Guarantee", "Defense", "NoDefense"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +50,10 @@ class Defense(ABC):
 
     #: short registry name, e.g. "none", "laplace", "run".
     name: str = "defense"
+    #: copies of the summary statistic f(D) the defense perturbs (m + 1 for a defender trained
+    #: after m fixed Gaussian mechanisms, App. L.6); the release is built from it by
+    #: :func:`bngp.release.sampling.release_mechanism`.
+    composition: int = 1
 
     @abstractmethod
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -66,10 +68,6 @@ class Defense(ABC):
     def noise_law(self) -> NoiseLaw | None:
         """The closed-form noise law when there is one (given to the optimal LRT)."""
         return None
-
-    def mechanism(self, genotypes: np.ndarray) -> Mechanism:
-        """The release mechanism this defense perturbs (default: allele frequencies)."""
-        return SummaryStatistics(genotypes)
 
     def describe(self) -> dict:
         """A JSON-serialisable description (name, parameters, guarantee)."""
@@ -88,17 +86,3 @@ class NoDefense(Defense):
 
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         return torch.zeros_like(x_hat)
-
-
-@torch.no_grad()
-def sample_releases(
-    mechanism: Mechanism,
-    defense: Defense,
-    b: np.ndarray | torch.Tensor,
-    generator: torch.Generator,
-) -> np.ndarray:
-    """Releases x = clip(f(D) + xi, 0, 1) for each row of ``b``, as a float64 (B, n_outputs) array."""
-    b_tensor = torch.as_tensor(np.asarray(b), dtype=torch.float32)
-    x_hat = mechanism.statistic(b_tensor)
-    xi = defense.noise(b_tensor, x_hat, generator)
-    return mechanism.release(b_tensor, xi).double().numpy()

@@ -39,39 +39,35 @@ noise, because re-adding the noise to x_hat in float32 is not exactly the OpenDP
 
 from __future__ import annotations
 
-import math
 from abc import abstractmethod
-from collections.abc import Callable
 
 import numpy as np
 import torch
-from scipy.special import log_ndtr
 
 from bngp.errors import InputError
-from bngp.noise_law import NoiseLaw
+from bngp.release.noise import sample_gaussian, sample_laplace, sample_linf
+from bngp.release.noise_law import NoiseLaw
 from bngp.validation import check_binary_matrix
 from .base import Defense, Guarantee
-from .registry import DefenseContext, float_param, register_defense
+from .calibration import (
+    check_delta,
+    check_epsilon,
+    flip_probability,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_mu,
+    gaussian_sigma,
+    laplace_epsilon,
+    laplace_scale,
+    linf_epsilon,
+    linf_scale,
+)
 from .secure_sampling import opendp_gaussian, opendp_laplace, opendp_randomized_response
-from .sensitivity import DEFAULT_SENSITIVITY, Sensitivity, resolve_sensitivity
+from .sensitivity import Sensitivity
 
 __all__ = [
     "SAMPLERS",
     "DEFAULT_SAMPLER",
-    "check_epsilon",
-    "check_delta",
-    "laplace_scale",
-    "laplace_epsilon",
-    "gaussian_delta",
-    "gaussian_sigma",
-    "gaussian_epsilon",
-    "gaussian_mu",
-    "linf_scale",
-    "linf_epsilon",
-    "flip_probability",
-    "sample_laplace",
-    "sample_gaussian",
-    "sample_linf",
     "DPDefense",
     "LaplaceDefense",
     "GaussianDefense",
@@ -85,176 +81,7 @@ SAMPLERS = ("torch", "opendp")
 DEFAULT_SAMPLER = "torch"
 
 
-# ---------------------------------------------------------------------------------------------
-# Calibration: pure functions of (eps, delta, sensitivity) <-> noise scale.
-# ---------------------------------------------------------------------------------------------
-
-
-def check_epsilon(value: float, name: str = "epsilon") -> float:
-    """Return ``value`` as float if it is a finite number > 0."""
-    value = float(value)
-    if math.isnan(value) or value <= 0:
-        raise InputError(f"`{name}` must be > 0, got {value:g}.")
-    if math.isinf(value):
-        raise InputError(f"`{name}` must be finite, got {value:g}.")
-    return value
-
-
-def check_delta(value: float) -> float:
-    """Return ``value`` as float if 0 < value < 1."""
-    value = float(value)
-    if not 0 < value < 1:
-        raise InputError(f"`delta` must be in (0, 1), got {value:g}.")
-    return value
-
-
-def _sensitivity_value(sensitivity: float | Sensitivity) -> float:
-    value = sensitivity.value if isinstance(sensitivity, Sensitivity) else float(sensitivity)
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"`sensitivity` must be a finite number > 0, got {value:g}.")
-    return value
-
-
-def laplace_scale(epsilon: float, sensitivity: float | Sensitivity) -> float:
-    """Laplace scale b = Delta_1 / eps (Dwork et al. 2006), in frequency units.
-
-    >>> laplace_scale(1.25e5, 12.5)  # paper App. L.3
-    0.0001
-    """
-    return _sensitivity_value(sensitivity) / check_epsilon(epsilon)
-
-
-def laplace_epsilon(scale: float, sensitivity: float | Sensitivity) -> float:
-    """eps = Delta_1 / b of the Laplace mechanism with scale b."""
-    return _sensitivity_value(sensitivity) / check_epsilon(scale, "scale")
-
-
-def gaussian_delta(sigma: float, epsilon: float, sensitivity: float | Sensitivity) -> float:
-    """The privacy profile delta(eps) of the Gaussian mechanism (Balle & Wang 2018, Thm. 8).
-
-    delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2),  mu = Delta_2 / sigma,
-    evaluated in log space so that large eps (e.g. 1e5) does not overflow.
-    """
-    mu = _sensitivity_value(sensitivity) / check_epsilon(sigma, "sigma")
-    epsilon = float(epsilon)
-    if not epsilon >= 0:
-        raise InputError(f"`epsilon` must be >= 0, got {epsilon:g}.")
-    log_a = float(log_ndtr(-epsilon / mu + mu / 2))
-    log_b = epsilon + float(log_ndtr(-epsilon / mu - mu / 2))
-    if log_b >= log_a:
-        return 0.0
-    return math.exp(log_a) * -math.expm1(log_b - log_a)
-
-
-def _raise_until(value: float, satisfied: Callable[[float], bool], what: str) -> float:
-    """Smallest value on a geometric ladder above ``value`` (relative steps from 1e-12) that
-    satisfies ``satisfied``: moves a root-finder's answer onto the private side."""
-    step = max(abs(value), 1e-300) * 1e-12
-    for _ in range(200):
-        if satisfied(value):
-            return value
-        value += step
-        step *= 2.0
-    raise InputError(f"could not calibrate {what} on the private side.")
-
-
-def gaussian_sigma(epsilon: float, delta: float, sensitivity: float | Sensitivity) -> float:
-    """The smallest sigma making the Gaussian mechanism (eps, delta)-DP (Balle & Wang 2018).
-
-    sigma = Delta_2 * dp_accounting.get_sigma_gaussian(eps, delta), then raised (by relative
-    steps of at most a few 1e-12) until :func:`gaussian_delta` (sigma, eps) <= delta.
-    """
-    from dp_accounting import get_sigma_gaussian
-
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    scale = _sensitivity_value(sensitivity)
-    sigma = scale * float(get_sigma_gaussian(epsilon, delta))
-    return _raise_until(sigma, lambda s: gaussian_delta(s, epsilon, scale) <= delta, "the Gaussian sigma")
-
-
-def gaussian_epsilon(sigma: float, delta: float, sensitivity: float | Sensitivity) -> float:
-    """The smallest eps with delta(eps) <= delta for the Gaussian mechanism (Balle & Wang 2018).
-
-    eps = dp_accounting.get_epsilon_gaussian(sigma / Delta_2, delta), raised onto the private side.
-    """
-    from dp_accounting import get_epsilon_gaussian
-
-    sigma = check_epsilon(sigma, "sigma")
-    delta = check_delta(delta)
-    scale = _sensitivity_value(sensitivity)
-    epsilon = float(get_epsilon_gaussian(sigma / scale, delta))
-    return _raise_until(epsilon, lambda e: gaussian_delta(sigma, e, scale) <= delta, "the Gaussian epsilon")
-
-
-def gaussian_mu(sigma: float, sensitivity: float | Sensitivity) -> float:
-    """mu = Delta_2 / sigma: the Gaussian mechanism is mu-GDP (Dong, Roth & Su 2022)."""
-    return _sensitivity_value(sensitivity) / check_epsilon(sigma, "sigma")
-
-
-def linf_scale(epsilon: float, sensitivity: float | Sensitivity) -> float:
-    """Scale a = Delta_inf / eps of the l-inf K-norm mechanism (Steinke & Ullman 2016)."""
-    return _sensitivity_value(sensitivity) / check_epsilon(epsilon)
-
-
-def linf_epsilon(scale: float, sensitivity: float | Sensitivity) -> float:
-    """eps = Delta_inf / a of the l-inf K-norm mechanism with scale a."""
-    return _sensitivity_value(sensitivity) / check_epsilon(scale, "scale")
-
-
-def flip_probability(epsilon: float) -> float:
-    """p = 1 / (1 + e^eps): the bit-flip probability of eps-DP randomized response (Warner 1965).
-
-    Computed as e^-eps / (1 + e^-eps), which is exact for large eps (p underflows to 0 past
-    eps ~ 745).
-    """
-    tail = math.exp(-check_epsilon(epsilon))
-    return tail / (1.0 + tail)
-
-
-# ---------------------------------------------------------------------------------------------
-# Seeded torch samplers (float64, inverse CDF).  Not floating-point safe: see module docstring.
-# ---------------------------------------------------------------------------------------------
-
-
-def _open_uniform(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-    """U in (0, 1): torch's float64 uniforms are k / 2^53; shift by 2^-54 to the cell midpoint,
-    so the support is symmetric about 1/2 and excludes 0 and 1 (every log below is finite)."""
-    return torch.rand(shape, generator=generator, dtype=torch.float64) + 2.0**-54
-
-
-def sample_laplace(shape: tuple[int, ...], scale: float, generator: torch.Generator) -> torch.Tensor:
-    """i.i.d. Laplace(scale) draws as float64: z = b log(2u) if u < 1/2 else -b log(2(1 - u))."""
-    u = _open_uniform(shape, generator)
-    return scale * torch.where(u < 0.5, torch.log(2.0 * u), -torch.log(2.0 * (1.0 - u)))
-
-
-def sample_gaussian(shape: tuple[int, ...], sigma: float, generator: torch.Generator) -> torch.Tensor:
-    """i.i.d. N(0, sigma^2) draws as float64."""
-    return sigma * torch.randn(shape, generator=generator, dtype=torch.float64)
-
-
-def sample_linf(n_rows: int, dim: int, scale: float, generator: torch.Generator) -> torch.Tensor:
-    """Draws of the l-inf K-norm law, density proportional to exp(-||z||_inf / scale) on R^dim.
-
-    r = scale * sum_{i <= dim + 1} -log(U_i) ~ Gamma(dim + 1, scale) (a sum of exponentials),
-    then z = r * (2V - 1) with V uniform on (0, 1)^dim: the law exp(-||z||_K / a) in dimension
-    d is that of r * U with r ~ Gamma(d + 1, a) and U uniform in the unit ball K, here the
-    cube [-1, 1]^d (Hardt & Talwar 2010; Steinke & Ullman 2016).
-
-    Returns:
-        (n_rows, dim) float64 tensor.
-    """
-    radius = -torch.log(_open_uniform((n_rows, dim + 1), generator)).sum(dim=1, keepdim=True)
-    return (scale * radius) * (2.0 * _open_uniform((n_rows, dim), generator) - 1.0)
-
-
-# ---------------------------------------------------------------------------------------------
-# Defenses.
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_sampler(sampler: str) -> str:
+def check_sampler(sampler: str) -> str:
     if sampler not in SAMPLERS:
         raise InputError(f"`sampler` must be one of {', '.join(SAMPLERS)}, got {sampler!r}.")
     return sampler
@@ -342,7 +169,7 @@ class LaplaceDefense(DPDefense):
         if sensitivity is not None and sensitivity.norm != "l1":
             raise InputError(f"the Laplace mechanism needs an l1 sensitivity, got {sensitivity.norm}.")
         self.sensitivity = sensitivity
-        self.sampler = _check_sampler(sampler)
+        self.sampler = check_sampler(sampler)
 
     @classmethod
     def from_epsilon(
@@ -416,9 +243,9 @@ class GaussianDefense(DPDefense):
                 raise InputError(f"the Gaussian mechanism needs an l2 sensitivity, got {sensitivity.norm}.")
             if delta is None:
                 raise InputError("a Gaussian defense with a sensitivity needs `delta`.")
-        self.delta = None if delta is None else check_delta(delta)
+        self.delta = None if delta is None else check_delta(delta, allow_zero=False)
         self.sensitivity = sensitivity
-        self.sampler = _check_sampler(sampler)
+        self.sampler = check_sampler(sampler)
         if sensitivity is None:
             if epsilon is not None:
                 raise InputError("a Gaussian defense without a sensitivity has no `epsilon`.")
@@ -499,7 +326,7 @@ class LinfKNormDefense(DPDefense):
         self.scale = check_epsilon(scale, "scale")
         if sensitivity is not None and sensitivity.norm != "linf":
             raise InputError(f"the l-inf K-norm mechanism needs an linf sensitivity, got {sensitivity.norm}.")
-        if _check_sampler(sampler) != "torch":
+        if check_sampler(sampler) != "torch":
             raise InputError("`sampler=opendp` is not available for `linf` (OpenDP has no K-norm sampler).")
         self.sensitivity = sensitivity
         self.sampler = sampler
@@ -577,7 +404,7 @@ class RandomizedResponseDefense(DPDefense):
                 raise InputError("randomized response has no add-remove guarantee; use replace.")
         self.sensitivity = sensitivity
         self.debias = bool(debias)
-        self.sampler = _check_sampler(sampler)
+        self.sampler = check_sampler(sampler)
         self._genotypes_t = torch.from_numpy(self.genotypes.astype(np.float64))
 
     @property
@@ -641,100 +468,3 @@ class RandomizedResponseDefense(DPDefense):
 
 def _source(sensitivity: Sensitivity | None) -> str | None:
     return None if sensitivity is None else sensitivity.source
-
-
-# ---------------------------------------------------------------------------------------------
-# ``--defense SPEC`` factories.
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_keys(params: dict[str, str], allowed: tuple[str, ...], name: str) -> None:
-    unknown = [key for key in params if key not in allowed]
-    if unknown:
-        raise InputError(f"defense `{name}` does not take `{unknown[0]}`; allowed: {', '.join(allowed)}.")
-
-
-def _optional(params: dict[str, str], key: str, name: str) -> float | None:
-    return float_param(params, key, name) if key in params else None
-
-
-def _epsilon_or_scale(params: dict[str, str], name: str) -> tuple[float | None, float | None]:
-    epsilon = _optional(params, "epsilon", name)
-    scale = _optional(params, "scale", name)
-    if (epsilon is None) == (scale is None):
-        raise InputError(f"defense `{name}` needs exactly one of `epsilon=...` or `scale=...`.")
-    if epsilon is not None:
-        check_epsilon(epsilon)
-    if scale is not None:
-        check_epsilon(scale, "scale")
-    return epsilon, scale
-
-
-def _sampler(params: dict[str, str]) -> str:
-    return _check_sampler(params.get("sampler", DEFAULT_SAMPLER))
-
-
-def _sensitivity(params: dict[str, str], norm: str, context: DefenseContext) -> Sensitivity:
-    text = params.get("sensitivity", DEFAULT_SENSITIVITY)
-    return resolve_sensitivity(text, norm, context.population, context.n_members)
-
-
-@register_defense("laplace")
-def _laplace_factory(params: dict[str, str], context: DefenseContext) -> Defense:
-    """``laplace:epsilon=E|scale=B[,sensitivity=S][,sampler=torch|opendp]``."""
-    _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler"), "laplace")
-    epsilon, scale = _epsilon_or_scale(params, "laplace")
-    sampler = _sampler(params)
-    sensitivity = _sensitivity(params, "l1", context)
-    if epsilon is not None:
-        return LaplaceDefense.from_epsilon(epsilon, sensitivity, sampler=sampler)
-    return LaplaceDefense(scale, sensitivity, sampler=sampler)
-
-
-@register_defense("gaussian")
-def _gaussian_factory(params: dict[str, str], context: DefenseContext) -> Defense:
-    """``gaussian:epsilon=E|scale=S,delta=D[,sensitivity=S][,sampler=torch|opendp]``."""
-    _check_keys(params, ("epsilon", "delta", "scale", "sensitivity", "sampler"), "gaussian")
-    epsilon, scale = _epsilon_or_scale(params, "gaussian")
-    delta = check_delta(float_param(params, "delta", "gaussian"))
-    sampler = _sampler(params)
-    sensitivity = _sensitivity(params, "l2", context)
-    if epsilon is not None:
-        return GaussianDefense.from_epsilon(epsilon, delta, sensitivity, sampler=sampler)
-    return GaussianDefense(scale, sensitivity, delta=delta, sampler=sampler)
-
-
-@register_defense("linf")
-def _linf_factory(params: dict[str, str], context: DefenseContext) -> Defense:
-    """``linf:epsilon=E|scale=A[,sensitivity=S][,sampler=torch]``."""
-    _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler"), "linf")
-    epsilon, scale = _epsilon_or_scale(params, "linf")
-    sampler = _sampler(params)
-    sensitivity = _sensitivity(params, "linf", context)
-    if epsilon is not None:
-        return LinfKNormDefense.from_epsilon(epsilon, sensitivity, sampler=sampler)
-    return LinfKNormDefense(scale, sensitivity, sampler=sampler)
-
-
-def _bool_param(params: dict[str, str], key: str, default: bool) -> bool:
-    text = params.get(key)
-    if text is None:
-        return default
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise InputError(f"`{key}` must be true or false, got {text!r}.")
-
-
-@register_defense("rr")
-def _rr_factory(params: dict[str, str], context: DefenseContext) -> Defense:
-    """``rr:epsilon=E[,sensitivity=paper|replace|L][,debias=true|false][,sampler=torch|opendp]``."""
-    _check_keys(params, ("epsilon", "sensitivity", "debias", "sampler"), "rr")
-    epsilon = check_epsilon(float_param(params, "epsilon", "rr"))
-    sampler = _sampler(params)
-    sensitivity = _sensitivity(params, "hamming", context)
-    debias = _bool_param(params, "debias", True)
-    return RandomizedResponseDefense(
-        epsilon, context.population.genotypes, sensitivity, debias=debias, sampler=sampler
-    )

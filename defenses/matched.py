@@ -326,7 +326,7 @@ def match_utility(
     if kind == "gaussian":
         if delta is None:
             raise InputError("matching a Gaussian mechanism needs `delta`.")
-        delta = check_delta(delta)
+        delta = check_delta(delta, allow_zero=False)
     elif delta is not None:
         raise InputError(f"`delta` applies to the Gaussian mechanism only, not `{kind}`.")
     if x_hat is None:

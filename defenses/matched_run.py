@@ -15,7 +15,7 @@ import torch
 
 from bngp.data.priors import prior_from_description
 from bngp.errors import InputError
-from bngp.mechanism import SummaryStatistics
+from bngp.release.sampling import release_mechanism
 from bngp.rng import torch_generator
 from .base import Defense
 from .matched import match_utility, utility_loss
@@ -64,7 +64,7 @@ def matched_to_run(
     """Return the matched DP defense and a record of the match (target loss, scale, eps)."""
     trained = load_run_defense(run_dir, context)
     prior = prior_from_description(trained.artifact.prior)
-    mechanism = SummaryStatistics(context.population.genotypes)
+    mechanism = release_mechanism(context.population.genotypes, trained.composition)
     b = torch.as_tensor(prior.sample(draws, np.random.default_rng(seed)))
     with torch.no_grad():
         x_hat = mechanism.statistic(b)

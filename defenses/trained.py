@@ -1,6 +1,6 @@
 """A trained BNGP defender used as a defense (``--defense run:RUN_DIR``).
 
-The defender G(b, r) of the BNGP game (paper 003, section 3) produces xi for each membership
+The defender G(b, r) of the BNGP game (arXiv:2410.07414, section 3) produces xi for each membership
 vector with fresh randomness r ~ U[0, 1]^q; it is used in eval mode (batch-norm running
 statistics), exactly as it is deployed.
 """
@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from bngp.artifacts import DEFENDER_FILE, DefenderArtifact, load_defender
+from .artifact import DEFENDER_FILE, DefenderArtifact, load_defender
 from bngp.errors import DataFormatError, MissingFileError
-from bngp.mechanism import ComposedMechanism, Mechanism, SummaryStatistics
 from bngp.run_dir import verify_run
 from .base import Defense
 from .registry import DefenseContext, register_defense
@@ -36,11 +34,10 @@ class TrainedDefense(Defense):
         """Standard deviations of the fixed Gaussian mechanisms composed before G (App. L.6)."""
         return tuple(float(s) for s in self.artifact.config.get("fixed_gaussian_sigmas", ()))
 
-    def mechanism(self, genotypes: np.ndarray) -> Mechanism:
-        statistic = SummaryStatistics(genotypes)
-        if not self.fixed_sigmas:
-            return statistic
-        return ComposedMechanism([statistic] * (len(self.fixed_sigmas) + 1))
+    @property
+    def composition(self) -> int:
+        """m + 1 copies of f(D): one per fixed Gaussian mechanism, then the learned one."""
+        return len(self.fixed_sigmas) + 1
 
     @torch.no_grad()
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -2,7 +2,7 @@
 
 For every defense SPEC (``none``, ``laplace:epsilon=E``, ``gaussian:epsilon=E,delta=D`` for each
 E of ``--eps``), every mode (one-run, many-run, panoramia), every attack of ``--attacks`` and
-every seed of ``--seeds``, :func:`bngp.auditing.audit_mechanism` runs end to end; each row
+every seed of ``--seeds``, :func:`bngp.mechanism_audit.audit_mechanism` runs end to end; each row
 records the bound next to the claimed eps, whether it exceeds the claim (it never should for a
 correct DP mechanism), the attack's AUC on the audit points and the wall time.  Writes the rows
 as JSON and a Markdown table.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from bngp.auditing import MODES, audit_mechanism
+from bngp.mechanism_audit import MODES, audit_mechanism
 from bngp.data.independent import simulate_independent
 from bngp.data.npz import load_population
 from bngp.data.population import Population

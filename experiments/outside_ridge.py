@@ -70,9 +70,10 @@ def outside_ridge(
 def attack_defense(population, prior, defense, *, shadow: int, validation: int, test: int, seed: int) -> dict:
     """Simulate shadow + validation + test releases of ``defense`` with the product's simulator
     (the releases an evaluation sees; memberships n of K uniformly) and run :func:`outside_ridge`."""
-    from bngp.evaluate import make_simulator
+    from bngp.attacks.base import release_simulator
+    from bngp.release.sampling import release_mechanism
 
-    simulate = make_simulator(defense.mechanism(population.genotypes), prior, defense)
+    simulate = release_simulator(release_mechanism(population.genotypes, defense.composition), prior, defense)
     x, b = simulate(shadow + validation + test, 10_007 + seed)
     b = b.astype(np.float64)
     n, v = shadow, shadow + validation

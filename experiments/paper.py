@@ -42,12 +42,13 @@ import torch
 from bngp.attacks.base import Attack
 from bngp.attacks.bayesian import BayesianAttack
 from bngp.attacks.registry import applicable_attacks, get_attack
-from bngp.artifacts import population_fingerprint
-from bngp.attacker_training import AttackerTrainingConfig
+from bngp.defenses.artifact import population_fingerprint
+from bngp.attacks.training import AttackerTrainingConfig
 from bngp.data.genome import simulate_genome
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
-from bngp.evaluate import attack_knowledge, evaluate_defense
+from bngp.attacks.base import attack_knowledge
+from bngp.evaluate import evaluate_defense
 from bngp.errors import BNGPError
 from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConfig
 from bngp.run_dir import staging_dir, verify_run
@@ -358,8 +359,7 @@ class Experiment:
 
     def applicable_attacks(self, defense: Defense) -> list[str]:
         """Every registered attack whose knowledge an evaluation against ``defense`` can provide."""
-        mechanism = defense.mechanism(self.population.genotypes)
-        knowledge = attack_knowledge(self.population, self.prior, defense, mechanism, self.scale.members)
+        knowledge = attack_knowledge(self.population, self.prior, defense, self.scale.members)
         return applicable_attacks(knowledge)
 
     def evaluate(

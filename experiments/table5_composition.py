@@ -7,7 +7,7 @@ against one Gaussian mechanism N(0, C/(5 eps)^2).  The Bayesian attacker (BNGP(A
 network seeing all five outputs of the composition) gives the AUC of both.  It starts from the
 better (on held-out simulated draws) of the shadow ridge fit and the population inversion of
 each of the five blocks combined with block weights fitted on shadow releases
-(:func:`bngp.players.block_inversion_head`), so it is never weaker than the block-weighted
+(:func:`bngp.attacks.network.block_inversion_head`), so it is never weaker than the block-weighted
 reconstruction attack; the other attacks of the registry score one |Q|-wide release and do
 not apply to a composed one.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from bngp.errors import DataFormatError, InputError
-from bngp.validation import check_finite_array, check_in_open_interval
+from bngp.validation import check_delta, check_finite_array, check_in_open_interval
 
 __all__ = [
     "SeedLike",
@@ -26,14 +26,6 @@ SeedLike = int | None | np.random.Generator
 def check_confidence(confidence: float) -> float:
     """Return ``confidence`` as float if it lies in (0, 1)."""
     return check_in_open_interval("confidence", confidence, 0.0, 1.0)
-
-
-def check_delta(delta: float, name: str = "delta") -> float:
-    """Return ``delta`` as float if it lies in [0, 1)."""
-    value = float(delta)
-    if not (0.0 <= value < 1.0):
-        raise InputError(f"`{name}` must be in [0, 1), got {value}.")
-    return value
 
 
 def check_labels(name: str, labels: np.ndarray, length: int | None = None) -> np.ndarray:

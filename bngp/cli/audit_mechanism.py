@@ -16,7 +16,7 @@ import argparse
 import time
 
 from bngp.cli import COMMANDS
-from bngp.auditing import DEFAULT_RUNS, MODES, NEIGHBOURING, audit_mechanism
+from bngp.mechanism_audit import DEFAULT_RUNS, MODES, NEIGHBOURING, audit_mechanism
 from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
 from bngp.io_utils import write_json
 from bngp.validation import check_output_file

@@ -37,10 +37,11 @@ from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
 from bngp.io_utils import atomic_write
-from bngp.mechanism import Mechanism
+from bngp.release.mechanism import Mechanism
 from bngp.rng import resolve_seed, spawn_seeds, torch_generator
 from bngp.validation import check_output_file, check_positive_int, check_readable_file
-from bngp.defenses.base import Defense, sample_releases
+from bngp.defenses.base import Defense
+from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 __all__ = [
@@ -238,7 +239,7 @@ def simulate_releases(
     with tqdm(total=m, desc="bngp release", unit="release", disable=not progress) as bar:
         for n, rows in groups:
             defense = parse_defense_spec(spec, DefenseContext(population, n))
-            mechanism = defense.mechanism(population.genotypes)
+            mechanism = release_mechanism(population.genotypes, defense.composition)
             if releases is None:
                 releases = np.empty((m, mechanism.n_outputs), dtype=np.float64)
             elif mechanism.n_outputs != releases.shape[1]:
@@ -330,7 +331,7 @@ def _run_single(args: argparse.Namespace) -> int:
     defense = parse_defense_spec(args.defense, DefenseContext(population, len(rows)))
     b = np.zeros((1, population.n_individuals), dtype=np.float32)
     b[0, rows] = 1.0
-    mechanism = defense.mechanism(population.genotypes)
+    mechanism = release_mechanism(population.genotypes, defense.composition)
     x = _release_batch(mechanism, defense, b, torch_generator(args.seed))
     with atomic_write(args.out) as handle:
         np.savez_compressed(handle, release=x[0], attribute_names=population.attribute_names,

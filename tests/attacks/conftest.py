@@ -18,7 +18,7 @@ from bngp.attacks.base import AttackKnowledge
 from bngp.data.independent import simulate_independent
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
-from bngp.noise_law import NoiseLaw
+from bngp.release.noise_law import NoiseLaw
 
 torch.set_num_threads(1)
 

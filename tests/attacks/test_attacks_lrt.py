@@ -11,7 +11,7 @@ from bngp.attacks import AdaptiveLRT, FixedThresholdLRT, OptimalLRT
 from bngp.attacks.base import AttackKnowledge
 from bngp.attacks.shadow import synthetic_shadow
 from bngp.metrics import auc
-from bngp.noise_law import NoiseLaw
+from bngp.release.noise_law import NoiseLaw
 
 
 def _lrs(d: np.ndarray, x: np.ndarray, p: np.ndarray, eps: float = 1e-3) -> np.ndarray:

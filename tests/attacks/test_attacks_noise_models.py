@@ -9,8 +9,9 @@ import pytest
 import torch
 from scipy import integrate, stats
 
-from bngp.attacks.noise_models import TotalNoise, censored_loglik, sample_noise, total_noise
-from bngp.noise_law import NoiseLaw
+from bngp.attacks.noise_models import TotalNoise, censored_loglik, total_noise
+from bngp.release.noise import sample_noise
+from bngp.release.noise_law import NoiseLaw
 
 
 def _numerical(kind: str, scale: float, var: float, z: float) -> tuple[float, float]:

@@ -7,7 +7,7 @@ import pytest
 from bngp.attacks import applicable_attacks, attack_requirements, available_attacks, get_attack, parse_attack_names
 from bngp.attacks.base import AttackKnowledge
 from bngp.errors import InputError, UnknownNameError
-from bngp.noise_law import NoiseLaw
+from bngp.release.noise_law import NoiseLaw
 
 EXPECTED = {
     "lrt": {"reference_frequencies", "n_members"},

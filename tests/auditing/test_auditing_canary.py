@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-import bngp.auditing.canary as canary_module
+import bngp.mechanism_audit.canary as canary_module
 from bngp.attacks.registry import get_attack
 from bngp.attacks.tracing import ScoreAttack
-from bngp.attacker_training import AttackerTrainingConfig
-from bngp.auditing import CanaryPrior, audit_mechanism, many_run_mechanism_audit, one_run_mechanism_audit
+from bngp.attacks.training import AttackerTrainingConfig
+from bngp.mechanism_audit import CanaryPrior, audit_mechanism, many_run_mechanism_audit, one_run_mechanism_audit
 from bngp.data.independent import simulate_independent
 from bngp.errors import DataFormatError, InputError
 from bngp.defenses.base import Defense, Guarantee, NoDefense
@@ -265,7 +265,7 @@ def test_all_canaries_on_one_side_is_reported_not_bounded(population):
 
 
 def _inclusion_of(population, seed):
-    from bngp.auditing.common import audit_seeds
+    from bngp.mechanism_audit.common import audit_seeds
 
     _, seeds = audit_seeds(seed)
     rng = np.random.default_rng(seeds["design"])

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from bngp.auditing import HaplotypeCopyingModel, adjacent_r2, compare_genotypes
+from bngp.mechanism_audit import HaplotypeCopyingModel, adjacent_r2, compare_genotypes
 from bngp.data.genome import simulate_genome
 from bngp.errors import InputError
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bngp.auditing import MIN_TRAINING_MEMBERS, audit_mechanism, genotype_features, panoramia_mechanism_audit
+from bngp.mechanism_audit import MIN_TRAINING_MEMBERS, audit_mechanism, genotype_features, panoramia_mechanism_audit
 from bngp.data.genome import simulate_genome
 from bngp.data.independent import simulate_independent
 from bngp.errors import InputError
@@ -98,7 +98,7 @@ def test_bad_input(population):
 
 def test_an_attack_limited_to_the_known_population_is_refused_clearly(small_population):
     from bngp.attacks.registry import get_attack
-    from bngp.attacker_training import AttackerTrainingConfig
+    from bngp.attacks.training import AttackerTrainingConfig
 
     attack = get_attack("bayesian", config=AttackerTrainingConfig(steps=5))
     with pytest.raises(InputError, match="PANORAMIA scores generated individuals, which attack `bayesian` cannot"):

@@ -3,7 +3,7 @@
 Known answers: with ``--defense none`` the release is the members' allele frequency
 b @ Z / n (computed by the mechanism in float32: equal to the float32-rounded frequency);
 Laplace noise of scale s has mean 0, mean |xi| = s and standard deviation sqrt(2) s; the draws
-are those of the evaluation simulator (``bngp.evaluate.make_simulator``) for the chunk seeds.
+are those of the evaluation simulator (``bngp.attacks.base.release_simulator``) for the chunk seeds.
 """
 
 from __future__ import annotations
@@ -82,13 +82,14 @@ def test_draws_without_noise_release_the_members_frequencies(small_population_fi
 
 
 def test_draws_are_the_evaluation_simulator_draws(small_population_file, small_population, tmp_path, capsys):
-    from bngp.evaluate import make_simulator
+    from bngp.attacks.base import release_simulator
+    from bngp.release.sampling import release_mechanism
 
     spec = "laplace:scale=0.05"
     data, _, _ = draws(capsys, small_population_file, tmp_path / "l.npz", defense=spec, m=30, n=12, seed=5)
     defense = parse_defense_spec(spec, DefenseContext(small_population, 12))
     prior = UniformSubsetPrior(small_population.n_individuals, 12)
-    simulate = make_simulator(defense.mechanism(small_population.genotypes), prior, defense)
+    simulate = release_simulator(release_mechanism(small_population.genotypes, defense.composition), prior, defense)
     x, b = simulate(30, spawn_seeds(5, 1)[0])
     assert np.array_equal(data["memberships"], b.astype(np.int8))
     assert np.array_equal(data["releases"], x)

@@ -2,12 +2,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from bngp.attacker_training import AttackerTrainingConfig, train_attacker
+from bngp.attacks.training import AttackerTrainingConfig, train_attacker
 from bngp.data.priors import UniformSubsetPrior
 from bngp.game import Game, GameConfig
-from bngp.mechanism import ComposedMechanism, SummaryStatistics
+from bngp.release.mechanism import ComposedMechanism, SummaryStatistics
 from bngp.metrics import auc
-from bngp.players import AttackerSpec, block_inversion_head
+from bngp.attacks.network import AttackerSpec, block_inversion_head
 from bngp.ridge import affine_calibration, logistic_calibration
 
 

@@ -59,10 +59,10 @@ def test_all_expands_to_applicable_attacks_only(small_population, tiny_run):
                               n_members=20)
     assert set(result.attacks) == {"lrt", "score"}
     from bngp.attacks.registry import parse_attack_names
-    from bngp.evaluate import attack_knowledge
+    from bngp.attacks.base import attack_knowledge
 
     defense = load_run_defense(tiny_run)
-    knowledge = attack_knowledge(small_population, prior, defense, defense.mechanism(small_population.genotypes), 20)
+    knowledge = attack_knowledge(small_population, prior, defense, 20)
     names = parse_attack_names("all", knowledge)
     assert "optimal-lrt" not in names  # a trained defender has no closed-form noise law
     assert "bayesian" in names and "reconstruction" in names

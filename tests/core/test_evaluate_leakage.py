@@ -16,6 +16,7 @@ import torch
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
 from bngp.evaluate import evaluate_defense
+from bngp.release.mechanism import allele_frequencies
 from bngp.defenses.base import Defense, NoDefense
 from bngp.defenses.dp import LaplaceDefense
 
@@ -59,7 +60,7 @@ class DataIndependent(Defense):
     name = "data-independent"
 
     def __init__(self, genotypes: np.ndarray, marginals: np.ndarray) -> None:
-        self.target = self.mechanism(genotypes).statistic(torch.as_tensor(marginals, dtype=torch.float32)[None])[0]
+        self.target = allele_frequencies(torch.as_tensor(marginals, dtype=torch.float32)[None], genotypes)[0]
 
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         return self.target - x_hat

@@ -7,6 +7,7 @@ import torch
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError, TrainingError
 from bngp.game import Game, GameConfig
+from bngp.release.sampling import release_mechanism
 
 
 def _game(population, **overrides):
@@ -147,7 +148,7 @@ def test_composition_with_fixed_gaussian_mechanisms(small_population, tmp_path):
     assert game.mechanism.n_outputs == 3 * small_population.n_attributes
     game.train(tmp_path, progress=False)
     defense = load_run_defense(tmp_path)
-    mechanism = defense.mechanism(small_population.genotypes)
+    mechanism = release_mechanism(small_population.genotypes, defense.composition)
     b = torch.zeros((2, small_population.n_individuals))
     b[:, :20] = 1
     noise = defense.noise(b, mechanism.statistic(b), torch.Generator().manual_seed(0))
@@ -231,7 +232,7 @@ def test_training_starts_at_the_data_independent_release(small_population):
 def test_full_rank_noise_is_per_attribute_gaussian(small_population):
     """sigma * e with e ~ N(0, I_|Q|): with the network silent and no shrinkage, xi_j / sigma_j is
     standard normal and independent across attributes (its covariance has full rank)."""
-    from bngp.players import Defender, DefenderSpec
+    from bngp.defenses.network import Defender, DefenderSpec
 
     n_out = small_population.n_attributes
     defender = Defender(DefenderSpec(40, n_out, noise_dim=3, full_rank_noise=True))

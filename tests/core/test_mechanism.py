@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from bngp.errors import InputError
-from bngp.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb
-from bngp.defenses.base import NoDefense, sample_releases
+from bngp.release.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb
+from bngp.defenses.base import NoDefense
+from bngp.release.sampling import sample_releases
 
 
 def test_allele_frequencies_are_member_means():

@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 import torch
 
-from bngp.mechanism import perturb
+from bngp.release.mechanism import perturb
 
 from bngp.errors import InputError
-from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec, attacker_widths, defender_widths, ridge_inversion
+from bngp.attacks.network import Attacker, AttackerSpec, attacker_widths, ridge_inversion
+from bngp.defenses.network import Defender, DefenderSpec, defender_widths
 
 
 def test_paper_widths_at_paper_scale():

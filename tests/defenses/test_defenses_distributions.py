@@ -107,7 +107,7 @@ def test_seeded_replay_and_batch_independence(defense) -> None:
 
 def test_laplace_sampler_is_finite_at_extreme_uniforms() -> None:
     """The open-interval uniform keeps log(2u) finite even for u at the ends of the grid."""
-    from bngp.defenses.dp import sample_laplace
+    from bngp.release.noise import sample_laplace
 
     xi = sample_laplace((1000, 1000), 1.0, torch.Generator().manual_seed(7))
     assert torch.isfinite(xi).all()

@@ -65,7 +65,7 @@ KAPPA = np.array([50.0, 0.0, 0.0, 50.0, 1.0])
 @pytest.mark.parametrize("kappa", [None, KAPPA], ids=["uniform", "kappa"])
 def test_clipped_loss_closed_form_matches_monte_carlo(kind: str, scale: float, kappa) -> None:
     """200k releases per row; tolerance 4 standard errors of the Monte Carlo mean."""
-    from bngp.defenses.dp import sample_gaussian, sample_laplace, sample_linf
+    from bngp.release.noise import sample_gaussian, sample_laplace, sample_linf
 
     generator = torch.Generator().manual_seed(31)
     draws = 200_000

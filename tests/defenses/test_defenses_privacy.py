@@ -18,8 +18,9 @@ import pytest
 import torch
 
 from bngp.data.population import Population
-from bngp.mechanism import SummaryStatistics
-from bngp.defenses import DefenseContext, parse_defense_spec, sample_releases
+from bngp.release.mechanism import SummaryStatistics
+from bngp.defenses import DefenseContext, parse_defense_spec
+from bngp.release.sampling import sample_releases
 
 torch.set_num_threads(1)
 

@@ -12,7 +12,7 @@ import torch
 
 from bngp.data.population import Population
 from bngp.errors import InputError, UnknownNameError
-from bngp.mechanism import SummaryStatistics
+from bngp.release.mechanism import SummaryStatistics
 from bngp.defenses import DefenseContext, available_defenses, parse_defense_spec
 
 torch.set_num_threads(1)

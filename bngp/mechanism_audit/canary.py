@@ -43,17 +43,17 @@ import torch
 
 from bngp.attacks.base import Attack
 from bngp.audit import many_run_audit, one_run_search, roc_summary
-from bngp.auditing.common import attack_record, audit_seeds, check_scores, fit_attack, resolve_delta
-from bngp.auditing.results import MechanismAuditResult, claimed_guarantee, resolve_neighbouring
+from bngp.mechanism_audit.common import attack_record, audit_seeds, check_scores, fit_attack, resolve_delta
+from bngp.mechanism_audit.results import MechanismAuditResult, claimed_guarantee, resolve_neighbouring
 from bngp.audit.inputs import check_confidence
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import DataFormatError, InputError
-from bngp.evaluate import attack_knowledge
-from bngp.mechanism import SummaryStatistics
+from bngp.attacks.base import attack_knowledge
 from bngp.rng import torch_generator
 from bngp.validation import check_positive_int
-from bngp.defenses.base import Defense, sample_releases
+from bngp.defenses.base import Defense
+from bngp.release.sampling import release_mechanism, sample_releases
 
 __all__ = ["CanaryPrior", "one_run_mechanism_audit", "many_run_mechanism_audit"]
 
@@ -178,10 +178,10 @@ def _experiment(
     canary_index = np.sort(design_rng.choice(n_individuals, size=m, replace=False))
     prior = CanaryPrior(n_individuals, canary_index, members, relation)
     b, inclusion = prior.draw(runs, design_rng)
-    mechanism = SummaryStatistics(population.genotypes)
+    mechanism = release_mechanism(population.genotypes, defense.composition)
     releases = sample_releases(mechanism, defense, b, torch_generator(seeds["release"]))
     known_size = members if relation == "replace" else members + m // 2
-    knowledge = attack_knowledge(population, prior, defense, mechanism, known_size)
+    knowledge = attack_knowledge(population, prior, defense, known_size)
     fitted = fit_attack(attack, knowledge, seeds["attack"], progress)
     scores = check_scores(fitted.name, fitted.score(population.genotypes[canary_index], releases), (runs, m))
     design = {

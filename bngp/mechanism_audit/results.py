@@ -18,7 +18,7 @@ from bngp.defenses.base import Defense
 
 __all__ = ["MODES", "NEIGHBOURING", "MechanismAuditResult", "claimed_guarantee", "resolve_neighbouring"]
 
-#: audit modes of :func:`bngp.auditing.audit_mechanism` and ``bngp audit-mechanism --mode``.
+#: audit modes of :func:`bngp.mechanism_audit.audit_mechanism` and ``bngp audit-mechanism --mode``.
 MODES = ("one-run", "many-run", "panoramia")
 #: neighbouring relations a canary audit can follow ("auto": the defense's own).
 NEIGHBOURING = ("auto", "replace", "add-remove")

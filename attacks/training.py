@@ -19,7 +19,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from bngp.errors import InputError
-from bngp.players import Attacker, AttackerSpec, block_inversion_head
+from bngp.rng import seeded_torch
+from .network import Attacker, AttackerSpec, block_inversion_head
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
     SharedDraws,
@@ -90,13 +91,13 @@ def train_attacker(
     chosen by that AUC) with its logit recalibrated, or to the recalibrated inversion of the known
     ``population`` (block by block for a composed release) when that validates better; with
     "reconstruction" to the ridge inversion of the known ``population``
-    (see :class:`bngp.players.Attacker`).  Every ``validate_every`` steps the cross-entropy on
+    (see :class:`bngp.attacks.network.Attacker`).  Every ``validate_every`` steps the cross-entropy on
     ``validation_draws`` held-out simulated draws is measured and the best state (the
     initialisation included) is kept, so training can only improve on the warm start.
     Returns the attacker in eval mode.
     """
-    torch.manual_seed(seed)
-    attacker = Attacker(spec)
+    with seeded_torch(seed):
+        attacker = Attacker(spec)
     if spec.init == "reconstruction":
         attacker.initialise_from_population(population, n_members, theta)
     validation_x, validation_b = sample(config.validation_draws)
@@ -158,7 +159,7 @@ def prefer_population_inversion(
     With |Q| much larger than the number of shadow releases the ridge regression cannot learn
     the full inversion that the known population gives directly (Dinur & Nissim 2003).  The
     inversion of each block of the release (one block per composed mechanism, App. L.6) is
-    combined with block weights fitted on the shadow releases (:func:`bngp.players.block_inversion_head`),
+    combined with block weights fitted on the shadow releases (:func:`bngp.attacks.network.block_inversion_head`),
     then the two heads are compared by cross-entropy on held-out simulated draws.
     """
     loss_fn = nn.BCEWithLogitsLoss()

@@ -7,7 +7,7 @@ of the allele frequencies of a dataset D of n individuals drawn uniformly from t
 (the prior the defenses are built for), and:
 
 * generator G: a haplotype-copying model (Li & Stephens 2003,
-  :class:`~bngp.auditing.haplotype_model.HaplotypeCopyingModel`) fitted on the K - n population
+  :class:`~bngp.mechanism_audit.haplotype_model.HaplotypeCopyingModel`) fitted on the K - n population
   individuals outside D.  They are never audited, and a generator fitted on members would make
   mosaics of members, which correlate with x exactly as members do (every tracing statistic is
   a sum over SNVs), so G must not see D (paper 004's caution, in its sharpest form);
@@ -46,17 +46,17 @@ from sklearn.preprocessing import StandardScaler
 from bngp.attacks.base import Attack
 from bngp.audit import panoramia_audit, roc_summary
 from bngp.audit.inputs import check_confidence
-from bngp.auditing.common import attack_record, audit_seeds, check_scores, fit_attack
-from bngp.auditing.haplotype_model import HaplotypeCopyingModel, compare_genotypes
-from bngp.auditing.results import MechanismAuditResult, claimed_guarantee
+from bngp.mechanism_audit.common import attack_record, audit_seeds, check_scores, fit_attack
+from bngp.mechanism_audit.haplotype_model import HaplotypeCopyingModel, compare_genotypes
+from bngp.mechanism_audit.results import MechanismAuditResult, claimed_guarantee
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
-from bngp.evaluate import attack_knowledge
-from bngp.mechanism import SummaryStatistics
+from bngp.attacks.base import attack_knowledge
 from bngp.rng import torch_generator
 from bngp.validation import check_binary_matrix, check_positive_int
-from bngp.defenses.base import Defense, sample_releases
+from bngp.defenses.base import Defense
+from bngp.release.sampling import release_mechanism, sample_releases
 
 __all__ = ["MIN_TRAINING_MEMBERS", "genotype_features", "panoramia_mechanism_audit"]
 
@@ -170,9 +170,9 @@ def panoramia_mechanism_audit(
     training = np.concatenate([genotypes[training_members], synthetic_training])
     training_labels = np.repeat([1, 0], training_members.size)
 
-    mechanism = SummaryStatistics(genotypes)
+    mechanism = release_mechanism(genotypes, defense.composition)
     release = sample_releases(mechanism, defense, b, torch_generator(seeds["release"]))
-    knowledge = attack_knowledge(population, prior, defense, mechanism, members)
+    knowledge = attack_knowledge(population, prior, defense, members)
     fitted = fit_attack(attack, knowledge, seeds["attack"], progress)
     training_scores = _attack_scores(fitted, training, release)
     audit_scores = _attack_scores(fitted, audit_points, release)

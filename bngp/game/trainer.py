@@ -1,28 +1,15 @@
-"""The general-sum GAN that trains a defender G against a cross-entropy attacker H.
+"""The trainer of the BNGP game: a general-sum GAN of a defender G against an attacker H.
 
-Paper 003, section 3 (the Bayes-Nash generative privacy game) and App. L:
-- attacker loss: CEL(H(x), b), averaged over individuals and over draws b ~ sigma,
-  r ~ U[0, 1]^q; its minimiser is the posterior (Lemma 3);
-- privacy loss of the defender: PrivacyL = -CEL of the best attacker (the BGP risk is the
-  minimal CEL).  Used here as the *leakage* max(h(theta) - CEL, 0) in nats per individual
-  (h = binary entropy of the marginal membership probability): the current attacker's CEL
-  and the prior-only attacker's h(theta) are both upper bounds on the BGP risk, so the
-  smaller one is the better estimate.  The clamp removes the defender's incentive to make its
-  own attacker confidently wrong (which any fresh attacker would undo) and otherwise equals
-  -CEL up to a constant;
-- utility loss: UtilityL = mean_j kappa_j |x_j - f(D)_j| (App. L.3; scalar kappa = same
-  weight everywhere; measured on the clipped release, so clipping counts);
-- defender objectives (section 3.3):
-  * ``preference``: leakage + UtilityL with the kappa weights (kappa 0 = privacy only);
-  * ``utility-budget``: minimise leakage s.t. mean |x - f(D)| <= budget (Lagrangian with a
-    multiplier updated by dual ascent);
-  * ``privacy-budget``: minimise mean |x - f(D)| s.t. leakage <= budget (same method).
-- alternating updates: ``attacker_steps`` attacker steps per defender step.  With one
-  attacker step per defender step the defender learns to fool only its own attacker (a
-  fresh attacker then reaches AUC 0.98 at kappa = 0 on a prototype); the default uses more.
+arXiv:2410.07414, section 3 and App. L: alternating updates, ``attacker_steps`` attacker
+steps (cross-entropy CEL(H(x), b) over draws b ~ sigma, r ~ U[0, 1]^q; its minimiser is the
+posterior, Lemma 3) per defender step on the objective of :mod:`bngp.game.objectives`.
+The in-game attacker's linear head is refitted in closed form on the current defender and
+the defender state that does best against a freshly refitted attacker is kept
+(``docs/design/game.md`` gives the reasons and the measurements).
 
-Everything random is drawn from one torch Generator seeded from the run's seed and saved in
-checkpoints, so a run resumed from a checkpoint reproduces the uninterrupted run exactly.
+Everything random is drawn from torch Generators seeded from streams spawned from the run's
+seed and saved in checkpoints, so a run resumed from a checkpoint reproduces the uninterrupted
+run exactly.
 """
 
 from __future__ import annotations
@@ -32,227 +19,47 @@ import shutil
 from functools import partial
 
 import json
-import math
 import warnings
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from bngp.artifacts import DEFENDER_FILE, population_fingerprint, save_defender
-from bngp.attacker_training import AttackerTrainingConfig, prefer_population_inversion, train_attacker
+from bngp.defenses.artifact import DEFENDER_FILE, population_fingerprint, save_defender
+from bngp.attacks.training import AttackerTrainingConfig, prefer_population_inversion, train_attacker
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError, TrainingError
 from bngp.io_utils import atomic_write, write_json
-from bngp.mechanism import ComposedMechanism, SummaryStatistics
+from bngp.release.mechanism import allele_frequencies
+from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
-from bngp.players import Attacker, AttackerSpec, Defender, DefenderSpec
+from bngp.attacks.network import Attacker, AttackerSpec
+from bngp.defenses.network import Defender, DefenderSpec
 from bngp.run_dir import commit_run, open_run
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
     SharedDraws,
-    affine_calibration,
     default_shadow_releases,
     fit_converged,
     fit_ridge,
     fit_whitened,
     max_shadow_releases,
 )
-from bngp.rng import spawn_seeds
+from bngp.rng import named_seeds, seeded_torch, spawn_seeds, torch_generator
 
-__all__ = ["GameConfig", "Game", "OBJECTIVES", "CHECKPOINT_FILE", "CONFIG_FILE", "SUMMARY_FILE"]
+from . import objectives
+from .config import CHECKPOINT_FILE, CONFIG_FILE, REFIT_VALIDATION_DRAWS, SUMMARY_FILE, GameConfig
 
-OBJECTIVES = ("preference", "utility-budget", "privacy-budget")
-CHECKPOINT_FILE = "checkpoint.pt"
-CONFIG_FILE = "config.json"
-SUMMARY_FILE = "summary.json"
-#: held-out draws on which an in-game refit chooses the ridge penalty (by AUC), compares the ridge
-#: head with the population inversion, and scores the defender for selection.
-REFIT_VALIDATION_DRAWS = 500
-#: the largest trade-off weight: larger ones overflow the float32 losses (kappa = 1e6 already
-#: makes a utility loss of 1e-6 outweigh any leakage, at most log 2 nats per individual).
-KAPPA_MAX = 1e6
-#: selection score offset of defender states that miss their budget (they rank after every state that meets it).
-INFEASIBLE = 1e3
+__all__ = ["Game", "SEED_STREAMS"]
 
-
-@dataclass(frozen=True)
-class GameConfig:
-    """Settings of one training run (defaults: App. L.8 optimisers, see module docstring).
-
-    Attributes:
-        steps: defender updates.
-        attacker_steps: attacker updates per defender update.
-        batch_size: membership draws per update.
-        objective: one of :data:`OBJECTIVES`.
-        kappa: scalar trade-off weight (used when ``kappa_vector`` is None).
-        kappa_vector: per-attribute weights kappa_j (length |Q|), or None.
-        budget: the budget of the utility-/privacy-budget objectives.
-        dual_lr: step size of the Lagrange multiplier's dual ascent.
-        noise_dim: q, the dimension of the defender's randomness r.
-        defender_lr, attacker_lr, weight_decay, lr_decay, decay_every: Adam + ExponentialLR
-            (decay applied every ``decay_every`` defender steps).
-        attacker_init: "reconstruction" (population-informed head) or "paper".
-        defender_skip: add a zero-initialised linear skip b -> pre-sigmoid output to G, which
-            lets G represent the cancellation of the statistic it perturbs (f(D) is linear in
-            b).  Measured at K = 200, |Q| = 1000, kappa = 0, 1200 steps, without shrinkage: a
-            fresh attacker's AUC 0.51 with the skip, 0.60 without.  Off by default: the
-            shrinkage does that cancellation in |Q| parameters, and the K x |Q| skip then only
-            adds b-dependent outputs (kappa = 1.5: utility loss 0.062-0.066 with the skip,
-            0.024-0.033 without, at no better fresh-attacker AUC).
-        defender_shrink: give G a learned per-attribute shrinkage alpha of the release towards
-            the prior-mean statistic f(theta) (:class:`bngp.players.Defender`), trained with
-            its own step size ``shrink_lr``, starting from ``shrink_init`` on every attribute.
-        defender_zero_output: start G's output layer at zero, so that G adds nothing until the
-            objective asks for it; with ``shrink_init`` = 1 (the default) training then starts at
-            the data-independent release f(theta), which leaks nothing, and the utility term pulls
-            the dataset's signal back in only as far as the leakage it costs allows.  Measured at
-            K = 200, |Q| = 1000, kappa = 1.5, seed 0 with the converged attackers: from a random G
-            and alpha = 0 the kept state had utility loss 0.054 and a fresh attacker read AUC 0.81.
-        defender_full_rank_noise: give G learned per-attribute Gaussian noise sigma * e,
-            e ~ N(0, I_|Q|) (trained at ``shrink_lr``, starting at 0), so that its noise is not
-            confined to the q-dimensional manifold of its network's randomness.
-        against: "bayesian" (the network attacker drives the defender: the BNGP game) or the
-            name of a differentiable attack (e.g. "lrt", "adaptive-lrt", "score") for a
-            best-response defender (App. M, :mod:`bngp.defenses.best_response`); the network
-            attacker is still trained alongside, to monitor what a Bayesian attacker achieves.
-        dp_epsilon: eps of the BGBP response constraint DPH^eps (section 4.3, Prop. 10), enforced
-            by a penalty on the attacker's probabilities; None = no constraint.
-        dp_penalty: weight of that penalty.
-        fixed_gaussian_sigmas: standard deviations of fixed Gaussian mechanisms composed before
-            the learned one (App. L.6): the release is [f(D) + N(0, s_1^2), ..., f(D) + G(b, r)].
-        recalibrate: measure the leakage with the attacker's best affine recalibration
-            (see :meth:`Game._leakage`).
-        leakage: "clamped" (max(h - CEL, 0), default) or "raw" (h - CEL, the paper's -CEL up to
-            a constant).
-        attacker_refit_every: every this many defender steps the in-game attacker's linear head
-            is refitted in closed form (ridge regression of b on ``refit_releases`` releases of
-            the current defender, default :func:`bngp.ridge.default_shadow_releases`, or the
-            block-calibrated population inversion of :func:`bngp.players.block_inversion_head`
-            when that does better on ``REFIT_VALIDATION_DRAWS`` held-out draws: with a composition
-            the ridge map has m|Q| inputs and fewer releases than that) and its
-            MLP's last layer reset: the attacker is then at least the best linear attacker
-            against the *current* defender, so the defender cannot gain by fooling a stale
-            attacker (0 = never).  Measured at K = 200, |Q| = 1000, kappa = 0: without refits a
-            fresh attacker reached AUC 0.67 against a defender whose own attacker saw 0.54.
-        train_refitted_head: also train the refitted head by Adam between refits (default: no,
-            only the MLP trains).  Adam's first steps move every weight by about the step size
-            and wreck the fine ridge solution (e.g. the inverse of a signal shrunk to 5%): at
-            K = 200, |Q| = 1000, kappa = 1.5 the in-game attacker then read AUC 0.50-0.54 while a
-            fresh attacker reached 0.97 (seed 0); with the head frozen between refits, 0.61
-            (seed 0; seed 1 still 0.98: the game stays seed-sensitive, trust the fresh check).
-        select_defender: keep the defender state that did best against a freshly refitted
-            attacker and restore it at the end (default on; needs ``attacker_refit_every`` > 0
-            and the Bayesian game, ``against="bayesian"``).  At every refit (and once after the
-            last step) the new head, fitted on releases of the *current* defender, is scored on
-            ``REFIT_VALIDATION_DRAWS`` held-out draws by the defender's own objective (leakage +
-            kappa-weighted utility loss, + BGBP penalty): early stopping on an attacker the
-            defender has not yet had a chance to fool.  Without it, at K = 200, |Q| = 1000,
-            kappa = 1.5 (seed 0) the defender ended fooling its frozen head with a 4% signal and
-            little noise: in-game AUC 0.50, utility loss 0.022, fresh attacker AUC 0.999.
-        eval_every: steps between held-out evaluations (TensorBoard, collapse check).
-        eval_batch: draws in the held-out evaluation batch.
-        checkpoint_every: steps between checkpoints.
-        fresh_check_steps: steps of the fresh attacker trained after training against the
-            frozen defender (0 = skip); its AUC is the number to trust.
-        seed: the run's seed.
-    """
-
-    steps: int = 1500
-    attacker_steps: int = 5
-    batch_size: int = 64
-    objective: str = "preference"
-    kappa: float = 0.0
-    kappa_vector: tuple[float, ...] | None = None
-    budget: float | None = None
-    dual_lr: float = 0.05
-    noise_dim: int = 30
-    defender_lr: float = 1e-3
-    attacker_lr: float = 1e-3
-    weight_decay: float = 1e-5
-    lr_decay: float = 0.988
-    decay_every: int = 50
-    attacker_init: str = "reconstruction"
-    defender_skip: bool = False
-    defender_shrink: bool = True
-    defender_full_rank_noise: bool = True
-    defender_zero_output: bool = True
-    shrink_lr: float = 1e-2
-    shrink_init: float = 1.0
-    against: str = "bayesian"
-    dp_epsilon: float | None = None
-    dp_penalty: float = 10.0
-    fixed_gaussian_sigmas: tuple[float, ...] = ()
-    recalibrate: bool = True
-    leakage: str = "clamped"
-    attacker_refit_every: int = 25
-    train_refitted_head: bool = False
-    refit_releases: int | None = None
-    select_defender: bool = True
-    eval_every: int = 50
-    eval_batch: int = 256
-    checkpoint_every: int = 250
-    fresh_check_steps: int = 1000
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise InputError(f"`objective` must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}.")
-        for name in ("steps", "attacker_steps", "batch_size", "eval_every", "eval_batch", "checkpoint_every", "noise_dim"):
-            if int(getattr(self, name)) < 1:
-                raise InputError(f"`{name}` must be >= 1, got {getattr(self, name)}.")
-        if self.batch_size < 2:
-            raise InputError(f"`batch_size` must be >= 2 (batch normalisation), got {self.batch_size}.")
-        if not (math.isfinite(self.kappa) and 0 <= self.kappa <= KAPPA_MAX):
-            raise InputError(f"`kappa` must be a number in [0, {KAPPA_MAX:g}], got {self.kappa}.")
-        if self.kappa_vector is not None:
-            values = np.asarray(self.kappa_vector, dtype=np.float64)
-            if values.ndim != 1 or not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values > KAPPA_MAX):
-                raise InputError(f"`kappa_vector` must be a 1-D array of numbers in [0, {KAPPA_MAX:g}].")
-        if self.objective != "preference":
-            if self.budget is None or not math.isfinite(self.budget) or self.budget < 0:
-                raise InputError(f"`budget` must be a finite number >= 0 for objective {self.objective!r}, got {self.budget}.")
-        if self.fresh_check_steps < 0:
-            raise InputError(f"`fresh_check_steps` must be >= 0, got {self.fresh_check_steps}.")
-        if self.dp_epsilon is not None and not (math.isfinite(self.dp_epsilon) and self.dp_epsilon > 0):
-            raise InputError(f"`dp_epsilon` must be a finite number > 0, got {self.dp_epsilon}.")
-        if self.leakage not in ("clamped", "raw"):
-            raise InputError(f"`leakage` must be 'clamped' or 'raw', got {self.leakage!r}.")
-        if self.attacker_refit_every < 0:
-            raise InputError(f"`attacker_refit_every` must be >= 0, got {self.attacker_refit_every}.")
-        if self.against != "bayesian":
-            from bngp.attacks.registry import available_attacks
-
-            if self.against not in available_attacks():
-                raise InputError(f"`against` must be 'bayesian' or an attack name, got {self.against!r}.")
-        if not (math.isfinite(self.shrink_lr) and self.shrink_lr > 0):
-            raise InputError(f"`shrink_lr` must be a finite number > 0, got {self.shrink_lr}.")
-        if not 0.0 <= self.shrink_init <= 1.0:
-            raise InputError(f"`shrink_init` must be in [0, 1], got {self.shrink_init}.")
-        if not self.dp_penalty >= 0:
-            raise InputError(f"`dp_penalty` must be >= 0, got {self.dp_penalty}.")
-        if any(not (math.isfinite(s) and s > 0) for s in self.fixed_gaussian_sigmas):
-            raise InputError("`fixed_gaussian_sigmas` must be finite numbers > 0.")
-
-    def kappa_weights(self, n_outputs: int) -> np.ndarray:
-        """kappa_j for every released attribute (length ``n_outputs``)."""
-        if self.kappa_vector is None:
-            return np.full(n_outputs, self.kappa)
-        weights = np.asarray(self.kappa_vector, dtype=np.float64)
-        if weights.size != n_outputs:
-            raise InputError(f"`kappa` vector must have {n_outputs} entries (|Q|), got {weights.size}.")
-        return weights
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["kappa_vector"] = None if self.kappa_vector is None else list(self.kappa_vector)
-        data["fixed_gaussian_sigmas"] = list(self.fixed_gaussian_sigmas)
-        return data
+#: the named random streams of a run, each spawned from ``GameConfig.seed``.
+SEED_STREAMS = ("training", "defender-network", "attacker-network", "evaluation", "evaluation-noise", "fresh-check", "opponent")
 
 
 @dataclass
@@ -277,39 +84,38 @@ class Game:
         self.population = population
         self.prior = prior
         self.config = config
-        statistic = SummaryStatistics(population.genotypes)
-        if config.fixed_gaussian_sigmas:
-            self.mechanism = ComposedMechanism([statistic] * (len(config.fixed_gaussian_sigmas) + 1))
-        else:
-            self.mechanism = statistic
-        n_out = statistic.n_outputs
+        self.mechanism = release_mechanism(population.genotypes, len(config.fixed_gaussian_sigmas) + 1)
+        n_out = population.n_attributes
         self.learned_slice = slice(self.mechanism.n_outputs - n_out, self.mechanism.n_outputs)
         self.kappa = torch.as_tensor(config.kappa_weights(n_out), dtype=torch.float32)
         self.theta = prior.marginals
         self.prior_entropy = float(np.mean(binary_entropy(self.theta)))
         self.n_members = float(np.sum(self.theta))
-        torch.manual_seed(config.seed)
-        self.generator = torch.Generator().manual_seed(config.seed)
-        self.defender = Defender(
-            DefenderSpec(
-                population.n_individuals,
-                n_out,
-                config.noise_dim,
-                skip=config.defender_skip,
-                shrink=config.defender_shrink,
-                full_rank_noise=config.defender_full_rank_noise,
+        #: independent streams of the run, spawned from its seed.
+        self.seeds = named_seeds(config.seed, SEED_STREAMS)
+        self.generator = torch_generator(self.seeds["training"])
+        with seeded_torch(self.seeds["defender-network"]):
+            self.defender = Defender(
+                DefenderSpec(
+                    population.n_individuals,
+                    n_out,
+                    config.noise_dim,
+                    skip=config.defender_skip,
+                    shrink=config.defender_shrink,
+                    full_rank_noise=config.defender_full_rank_noise,
+                )
             )
-        )
         if config.defender_zero_output:
             with torch.no_grad():
                 self.defender.net[-1].weight.zero_()
                 self.defender.net[-1].bias.zero_()
         if config.defender_shrink:
-            self.defender.set_shrink_target(statistic.statistic(torch.as_tensor(self.theta, dtype=torch.float32)[None])[0])
+            self.defender.set_shrink_target(allele_frequencies(torch.as_tensor(self.theta, dtype=torch.float32)[None], population.genotypes)[0])
             with torch.no_grad():
                 self.defender.shrink_weight.fill_(config.shrink_init)
         self.attacker_spec = AttackerSpec(self.mechanism.n_outputs, population.n_individuals, init=config.attacker_init)
-        self.attacker = self._new_attacker()
+        with seeded_torch(self.seeds["attacker-network"]):
+            self.attacker = self._new_attacker()
         self.opt_d = torch.optim.Adam(self._defender_param_groups(), lr=config.defender_lr, weight_decay=config.weight_decay, fused=True)
         self.opt_a = torch.optim.Adam(self._attacker_trained_parameters(), lr=config.attacker_lr, weight_decay=config.weight_decay, fused=True)
         self.sched_d = torch.optim.lr_scheduler.ExponentialLR(self.opt_d, gamma=config.lr_decay)
@@ -319,10 +125,9 @@ class Game:
         #: (score, step, defender state) of the best defender seen by a freshly refitted attacker.
         self.best: tuple[float, int, dict[str, torch.Tensor]] | None = None
         self.history = _History()
-        self.bce = nn.BCEWithLogitsLoss()
         self.opponent = self._build_opponent() if config.against != "bayesian" else None
-        self.dp_bounds = self._dp_bounds() if config.dp_epsilon is not None else None
-        eval_generator = torch.Generator().manual_seed(config.seed + 1)
+        self.dp_bounds = None if config.dp_epsilon is None else objectives.dp_bounds(self.theta, config.dp_epsilon)
+        eval_generator = torch_generator(self.seeds["evaluation"])
         self._eval_b = prior.sample_torch(config.eval_batch, eval_generator)
         self._eval_r = self.defender.sample_r(config.eval_batch, eval_generator)
 
@@ -359,29 +164,19 @@ class Game:
         return stat.numpy()
 
     def _build_opponent(self):
-        from bngp.defenses.best_response import best_response_loss
+        from .best_response import best_response_loss
 
         n_members = int(round(self.n_members)) if self.prior.describe()["kind"] == "uniform-subset" else None
-        return best_response_loss(self.config.against, self.population, self.prior, n_members, seed=self.config.seed)
-
-    def _dp_bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """DPH^eps bounds on the attacker's probabilities (section 4.3):
-        max(theta e^-eps, 1 - (1-theta) e^eps) <= H <= min(theta e^eps, 1 - (1-theta) e^-eps)."""
-        eps = self.config.dp_epsilon
-        theta = torch.as_tensor(self.theta, dtype=torch.float32)
-        lower = torch.maximum(theta * math.exp(-eps), 1 - (1 - theta) * math.exp(eps))
-        upper = torch.minimum(theta * math.exp(eps), 1 - (1 - theta) * math.exp(-eps))
-        return lower, upper
+        return best_response_loss(self.config.against, self.population, self.prior, n_members, seed=self.seeds["opponent"])
 
     def implied_dp_epsilon(self) -> float | None:
-        """eps_hat = log(1 + (e^eps - 1) / theta*) of Prop. 10 (theta* = max_k theta_k)."""
+        """eps_hat of Prop. 10 for the run's ``dp_epsilon`` (None without the constraint)."""
         if self.config.dp_epsilon is None:
             return None
-        return math.log1p(math.expm1(self.config.dp_epsilon) / float(np.max(self.theta)))
+        return objectives.implied_dp_epsilon(self.config.dp_epsilon, self.theta)
 
     def _dp_violation(self, probabilities: torch.Tensor) -> torch.Tensor:
-        lower, upper = self.dp_bounds
-        return (torch.relu(probabilities - upper) + torch.relu(lower - probabilities)).mean()
+        return objectives.dp_violation(probabilities, self.dp_bounds)
 
     def _draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         b = self.prior.sample_torch(n, self.generator)
@@ -402,44 +197,11 @@ class Game:
         return self.mechanism.release(b, xi), x_hat
 
     def _utility(self, x: torch.Tensor, x_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(kappa-weighted loss mean_j kappa_j |x_j - x_hat_j|, plain mean |x - x_hat|), batch
-        means over the learned mechanism's outputs."""
-        deviation = (x[:, self.learned_slice] - x_hat[:, self.learned_slice]).abs()
-        return (deviation * self.kappa).mean(), deviation.mean()
+        """(kappa-weighted, plain) utility losses over the learned mechanism's outputs."""
+        return objectives.utility_losses(x[:, self.learned_slice], x_hat[:, self.learned_slice], self.kappa)
 
     def _leakage(self, logits: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """max(h(theta) - CEL, 0) of the attacker after its best affine recalibration.
-
-        The attacker's logits are recalibrated as a * logit + c with (a, c) fitted on the batch
-        by Newton's method on the cross-entropy (detached): an attacker whose ranking is
-        informative but whose confidence is off (typical while the defender moves) still counts
-        with its informative part, so the clamp at the prior does not silence the gradient.
-        """
-        if self.config.recalibrate:
-            scale, shift = affine_calibration(logits.detach(), b)
-            logits = scale * logits + shift
-        mode = self.config.leakage
-        cross_entropy = self.bce(logits, b)
-        if mode == "clamped":
-            return torch.clamp(self.prior_entropy - cross_entropy, min=0.0)
-        return self.prior_entropy - cross_entropy
-
-    def _defender_loss(self, leakage: torch.Tensor, weighted: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
-        objective = self.config.objective
-        if objective == "preference":
-            return leakage + weighted
-        if objective == "utility-budget":
-            return leakage + self.multiplier * (plain - self.config.budget)
-        return plain + self.multiplier * (leakage - self.config.budget)
-
-    def _update_multiplier(self, leakage: float, plain: float) -> None:
-        if self.config.objective == "utility-budget":
-            violation = plain - self.config.budget
-        elif self.config.objective == "privacy-budget":
-            violation = leakage - self.config.budget
-        else:
-            return
-        self.multiplier = max(0.0, self.multiplier + self.config.dual_lr * violation / max(self.config.budget, 1e-3))
+        return objectives.leakage(logits, b, self.prior_entropy, recalibrate=self.config.recalibrate, mode=self.config.leakage)
 
     @torch.no_grad()
     def refit_attacker(self, score_defender: bool = True) -> None:
@@ -482,14 +244,7 @@ class Game:
         self.attacker.train()
         weighted, plain = self._utility(x, x_hat)
         leakage = self._leakage(logits, b)
-        if self.config.objective == "utility-budget":
-            violation = float(plain) - self.config.budget
-            score = float(leakage) if violation <= 0 else INFEASIBLE + violation
-        elif self.config.objective == "privacy-budget":
-            violation = float(leakage) - self.config.budget
-            score = float(plain) if violation <= 0 else INFEASIBLE + violation
-        else:
-            score = float(self._defender_loss(leakage, weighted, plain))
+        score = objectives.selection_score(self.config, float(leakage), float(weighted), float(plain))
         if self.dp_bounds is not None:
             score = score + self.config.dp_penalty * float(self._dp_violation(torch.sigmoid(logits)))
         if self.best is None or float(score) < self.best[0]:
@@ -506,7 +261,7 @@ class Game:
             b, r = self._draw(self.config.batch_size)
             with torch.no_grad():
                 x, _ = self._release(b, r)
-            attacker_loss = self.bce(self.attacker(x), b)
+            attacker_loss = F.binary_cross_entropy_with_logits(self.attacker(x), b)
             self.opt_a.zero_grad(set_to_none=True)
             attacker_loss.backward()
             self.opt_a.step()
@@ -518,7 +273,7 @@ class Game:
         else:
             leakage = self.opponent(b, x)
         weighted, plain = self._utility(x, x_hat)
-        defender_loss = self._defender_loss(leakage, weighted, plain)
+        defender_loss = objectives.defender_loss(self.config, self.multiplier, leakage, weighted, plain)
         violation = torch.zeros(())
         if self.dp_bounds is not None:
             violation = self._dp_violation(torch.sigmoid(logits))
@@ -528,7 +283,7 @@ class Game:
         defender_loss.backward()
         self.opt_d.step()
         self.defender.project_()
-        self._update_multiplier(leakage.item(), plain.item())
+        self.multiplier = objectives.updated_multiplier(self.config, self.multiplier, leakage.item(), plain.item())
         self.step += 1
         if self.step % self.config.decay_every == 0:
             self.sched_d.step()
@@ -548,10 +303,10 @@ class Game:
         """The current attacker on the fixed held-out batch: AUC, cross-entropy, collapse flag."""
         self.defender.eval()
         self.attacker.eval()
-        x, x_hat = self._release(self._eval_b, self._eval_r, torch.Generator().manual_seed(self.config.seed + 3))
+        x, x_hat = self._release(self._eval_b, self._eval_r, torch_generator(self.seeds["evaluation-noise"]))
         logits = self.attacker(x)
         probabilities = torch.sigmoid(logits)
-        cross_entropy = float(self.bce(logits, self._eval_b))
+        cross_entropy = float(F.binary_cross_entropy_with_logits(logits, self._eval_b))
         _, plain = self._utility(x, x_hat)
         spread = float(probabilities.std(dim=0).mean())
         at_prior = spread < 1e-3 and abs(self.prior_entropy - cross_entropy) < 1e-3
@@ -741,7 +496,7 @@ class Game:
         check = {
             "steps": steps,
             "auc": float(release_aucs(logits.numpy(), b.numpy()).mean()),
-            "bgp_risk": float(self.bce(logits, b)),
+            "bgp_risk": float(F.binary_cross_entropy_with_logits(logits, b)),
             "prior_entropy": self.prior_entropy,
             "warm_start": attacker.warm_start,
         }
@@ -824,7 +579,7 @@ class Game:
                 "enforces DPH^eps on the trained attacker only, so check dp_bound_violation_rate",
             }
         if self.config.fresh_check_steps > 0:
-            check = self.fresh_attacker_check(self.config.fresh_check_steps, self.config.seed + 2, progress)
+            check = self.fresh_attacker_check(self.config.fresh_check_steps, self.seeds["fresh-check"], progress)
             summary["fresh_attacker_check"] = check
             writer.add_scalar("final/fresh_attacker_auc", check["auc"], self.step)
             writer.add_scalar("final/strongest_fresh_auc", check["strongest_auc"], self.step)

@@ -1,16 +1,16 @@
 """One entry point for the end-to-end audits of the release mechanism (``bngp audit-mechanism``).
 
 ``audit_mechanism`` checks that the options fit the mode and dispatches to the one-run or
-many-run canary audit (:mod:`bngp.auditing.canary`) or to PANORAMIA with generated
-non-members (:mod:`bngp.auditing.panoramia_genome`).
+many-run canary audit (:mod:`bngp.mechanism_audit.canary`) or to PANORAMIA with generated
+non-members (:mod:`bngp.mechanism_audit.panoramia_genome`).
 """
 
 from __future__ import annotations
 
 from bngp.attacks.base import Attack
-from bngp.auditing.canary import many_run_mechanism_audit, one_run_mechanism_audit
-from bngp.auditing.panoramia_genome import panoramia_mechanism_audit
-from bngp.auditing.results import MODES, MechanismAuditResult
+from bngp.mechanism_audit.canary import many_run_mechanism_audit, one_run_mechanism_audit
+from bngp.mechanism_audit.panoramia_genome import panoramia_mechanism_audit
+from bngp.mechanism_audit.results import MODES, MechanismAuditResult
 from bngp.data.population import Population
 from bngp.errors import InputError
 from bngp.defenses.base import Defense

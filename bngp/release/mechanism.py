@@ -1,6 +1,6 @@
 """The release mechanism: summary statistics, output perturbation and composition.
 
-Paper (003) section 2.2: the original mechanism releases allele frequencies
+arXiv:2410.07414, section 2.2: the original mechanism releases allele frequencies
 f(D) = x_hat with x_hat_j = sum_k b_k d_kj / sum_k b_k; the defender perturbs its output,
 x = R(x_hat + xi) = clip(x_hat + xi, 0, 1).  Section 4.4 / Theorem 5: mechanisms are black
 boxes M(b, xi) and several of them can be composed; one generator is trained over all of
@@ -29,18 +29,34 @@ __all__ = [
 ]
 
 
-def allele_frequencies(b: torch.Tensor, genotypes: torch.Tensor) -> torch.Tensor:
-    """x_hat = b Z / sum(b): carrier frequency of each attribute among the members.
+#: genotype columns converted to float at once by the numpy f(D) (bounds its memory).
+_COLUMN_BLOCK = 4096
+
+
+def allele_frequencies(b: torch.Tensor | np.ndarray, genotypes: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
+    """f(D) = x_hat = b Z / sum(b): carrier frequency of each attribute among the members.
+
+    Torch inputs give a torch result in ``b``'s dtype (differentiable, for training); numpy
+    inputs give float64, computed in blocks of columns so a uint8 genotype matrix is never
+    converted whole.
 
     Args:
-        b: (B, K) membership indicators (0/1, float).
-        genotypes: (K, Q) float 0/1 matrix Z.
+        b: (B, K) membership indicators (0/1).
+        genotypes: (K, Q) 0/1 matrix Z.
 
     Returns:
         (B, Q) frequencies; a batch row with no members releases zeros.
     """
-    counts = b.sum(dim=1, keepdim=True).clamp_min(1.0)
-    return (b @ genotypes) / counts
+    if isinstance(b, torch.Tensor):
+        counts = b.sum(dim=1, keepdim=True).clamp_min(1.0)
+        return (b @ torch.as_tensor(genotypes, dtype=b.dtype)) / counts
+    memberships = np.asarray(b, dtype=np.float64)
+    counts = np.maximum(memberships.sum(axis=1, keepdims=True), 1.0)
+    releases = np.empty((memberships.shape[0], genotypes.shape[1]))
+    for j0 in range(0, genotypes.shape[1], _COLUMN_BLOCK):
+        block = np.asarray(genotypes[:, j0 : j0 + _COLUMN_BLOCK], dtype=np.float64)
+        releases[:, j0 : j0 + _COLUMN_BLOCK] = (memberships @ block) / counts
+    return releases
 
 
 def perturb(x_hat: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:

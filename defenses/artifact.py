@@ -16,7 +16,7 @@ import torch
 
 from bngp.errors import DataFormatError, TrainingError
 from bngp.io_utils import atomic_write
-from bngp.players import Defender, DefenderSpec
+from .network import Defender, DefenderSpec
 from bngp.validation import check_readable_file
 
 __all__ = ["DefenderArtifact", "population_fingerprint", "save_defender", "load_defender", "DEFENDER_FILE"]

@@ -1,4 +1,4 @@
-"""Best-response defenders against a fixed attack (paper 003, App. M and App. L.2).
+"""Best-response defenders against a fixed attack (arXiv:2410.07414, App. M and App. L.2).
 
 Against a fixed-threshold LRT the defender solves (FixedLRT):
     min_g  sum_k P[lrs(d_k, x) <= tau | b_k = 1, g] theta_k  +  kappa E[U],
@@ -21,15 +21,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bngp.attacks.base import Attack, AttackKnowledge
+from bngp.attacks.base import Attack, attack_knowledge
 from bngp.attacks.registry import available_attacks, get_attack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError, UnknownNameError
-from bngp.mechanism import SummaryStatistics
-from bngp.noise_law import NoiseLaw
-from bngp.rng import torch_generator
-from .base import NoDefense, sample_releases
+from bngp.rng import named_seeds
+from bngp.defenses.base import NoDefense
 
 __all__ = ["BestResponseLoss", "best_response_loss", "BEST_RESPONSE_OPPONENTS"]
 
@@ -76,24 +74,10 @@ def best_response_loss(
     attack = get_attack(name)
     if not attack.differentiable:
         raise InputError(f"attack `{name}` is not differentiable; choose one of {', '.join(BEST_RESPONSE_OPPONENTS)}.")
-    mechanism = SummaryStatistics(population.genotypes)
-    undefended = NoDefense()
-
-    def simulate(n: int, sim_seed: int) -> tuple[np.ndarray, np.ndarray]:
-        b = prior.sample(n, np.random.default_rng(sim_seed))
-        return sample_releases(mechanism, undefended, b, torch_generator(sim_seed)), b
-
-    knowledge = AttackKnowledge(
-        reference_frequencies=population.reference_frequencies,
-        reference_genotypes=population.reference,
-        population=population.genotypes,
-        n_members=n_members,
-        membership_prior=prior.marginals,
-        noise_law=NoiseLaw("none"),
-        simulate=simulate,
-    )
-    attack.fit(knowledge, seed=seed)
-    x, _ = simulate(shadow_releases, seed + 1)
+    seeds = named_seeds(seed, ("fit", "temperature"))
+    knowledge = attack_knowledge(population, prior, NoDefense(), n_members)
+    attack.fit(knowledge, seed=seeds["fit"])
+    x, _ = knowledge.simulate(shadow_releases, seeds["temperature"])
     scores = attack.score(population.genotypes, x)
     temperature = float(np.std(scores)) or 1.0
     return BestResponseLoss(attack, population.genotypes, temperature)

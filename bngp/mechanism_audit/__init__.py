@@ -4,18 +4,18 @@ Where :mod:`bngp.audit` turns scores into bounds, this package produces the scor
 release x = clip(f(D) + xi, 0, 1) under any defense on datasets it designs, fits an attack on
 the knowledge that attack may have, scores, and hands the scores to :mod:`bngp.audit`.
 
-* :mod:`~bngp.auditing.canary`: canary audits, one run (Steinke, Nasr, Jagielski 2023) and
+* :mod:`~bngp.mechanism_audit.canary`: canary audits, one run (Steinke, Nasr, Jagielski 2023) and
   many runs (Clopper-Pearson per canary; pooled one-run bound).
-* :mod:`~bngp.auditing.haplotype_model`: a Li & Stephens (2003) haplotype-copying generator of
+* :mod:`~bngp.mechanism_audit.haplotype_model`: a Li & Stephens (2003) haplotype-copying generator of
   synthetic individuals.
-* :mod:`~bngp.auditing.panoramia_genome`: PANORAMIA (Kazmi et al.) with generated non-members,
+* :mod:`~bngp.mechanism_audit.panoramia_genome`: PANORAMIA (Kazmi et al.) with generated non-members,
   a baseline classifier and a release-aware MIA.
-* :mod:`~bngp.auditing.mechanism_audit`: :func:`audit_mechanism`, the single entry point.
-* :mod:`~bngp.auditing.results`: :class:`MechanismAuditResult`, the AUDIT.json record.
+* :mod:`~bngp.mechanism_audit.dispatch`: :func:`audit_mechanism`, the single entry point.
+* :mod:`~bngp.mechanism_audit.results`: :class:`MechanismAuditResult`, the AUDIT.json record.
 """
 
-from bngp.auditing.canary import CanaryPrior, many_run_mechanism_audit, one_run_mechanism_audit
-from bngp.auditing.haplotype_model import (
+from bngp.mechanism_audit.canary import CanaryPrior, many_run_mechanism_audit, one_run_mechanism_audit
+from bngp.mechanism_audit.haplotype_model import (
     DEFAULT_MISMATCH_GRID,
     DEFAULT_SWITCH_GRID,
     GeneratorDiagnostics,
@@ -23,9 +23,9 @@ from bngp.auditing.haplotype_model import (
     adjacent_r2,
     compare_genotypes,
 )
-from bngp.auditing.mechanism_audit import DEFAULT_RUNS, audit_mechanism
-from bngp.auditing.panoramia_genome import MIN_TRAINING_MEMBERS, genotype_features, panoramia_mechanism_audit
-from bngp.auditing.results import MODES, NEIGHBOURING, MechanismAuditResult, claimed_guarantee, resolve_neighbouring
+from bngp.mechanism_audit.dispatch import DEFAULT_RUNS, audit_mechanism
+from bngp.mechanism_audit.panoramia_genome import MIN_TRAINING_MEMBERS, genotype_features, panoramia_mechanism_audit
+from bngp.mechanism_audit.results import MODES, NEIGHBOURING, MechanismAuditResult, claimed_guarantee, resolve_neighbouring
 
 __all__ = [
     "CanaryPrior",

@@ -1,27 +1,8 @@
-"""The two neural players of the BNGP game (paper 003, section 3 and App. L.8).
+"""The attacker network H(x) of the BNGP game (arXiv:2410.07414, section 3 and App. L.8).
 
-- :class:`Defender` G(b, r) -> xi in [-0.5, 0.5]^|Q|: input the membership vector b (K) and
-  auxiliary randomness r ~ U[0, 1]^q; output through a scaled sigmoid sigmoid(z) - 0.5.
-  Optionally (``shrink``) plus a learned per-attribute shrinkage of the release towards the
-  prior-mean statistic t = f(theta): xi += alpha * (t - f(D)), so that
-  x = (1 - alpha) f(D) + alpha t + noise, alpha in [0, 1]^|Q| (projected after each optimiser
-  step; alpha_j > 1 would flip attribute j's signal, fooling a stale attacker while hiding
-  nothing).  With alpha_j = 1 attribute j no longer depends on
-  who is in D (the attacker knows the population and the prior, so t carries no membership
-  signal), at a utility cost |t_j - f_j(D)|; the defender learns per attribute whether that
-  cost beats adding noise (not in the paper, whose G must learn the same cancellation
-  through its hidden layers).
-  Layers (App. L.8, Table 1a, K = 800, q = 30, |Q| = 5000): Linear(830, 1500)-BN-ReLU,
-  Linear(1500, 1100)-BN-LeakyReLU, Linear(1100, 500), Linear(500, 5000).  Widths scale with
-  K + q and |Q| (:func:`defender_widths`).
-  Optionally (``full_rank_noise``) plus per-attribute Gaussian noise sigma * e, e ~ N(0, I_|Q|),
-  sigma >= 0 learned: the network's own noise comes from q uniforms through a 500-wide layer,
-  so it lies near a q-dimensional manifold that a linear attacker fitted on enough releases
-  projects out (whitened by the noise covariance, :func:`bngp.ridge.fit_whitened`); sigma * e
-  has full rank whatever q.
-- :class:`Attacker` H(x) -> logits of P(b_k = 1 | x) for the K known individuals.  Layers
-  (Table 2a, |Q| = 5000, K = 800): Linear(5000, 3400)-BN-ReLU, Linear(3400, 2000),
-  Linear(2000, 800)-sigmoid; widths scale with |Q| (:func:`attacker_widths`).
+:class:`Attacker` H(x) -> logits of P(b_k = 1 | x) for the K known individuals.  Layers
+(Table 2a, |Q| = 5000, K = 800): Linear(5000, 3400)-BN-ReLU, Linear(3400, 2000),
+Linear(2000, 800)-sigmoid; widths scale with |Q| (:func:`attacker_widths`).
 
 The attacker adds, by default, a *population-informed linear head*: a Linear(|Q|, K) layer
 initialised at the ridge inversion of the release, b_hat = theta + W (x - A theta) with
@@ -29,8 +10,8 @@ A = Z^T / n and W = (A^T A + lam I)^-1 A^T (a least-squares reconstruction in th
 Dinur & Nissim 2003), summed with the paper's MLP whose last layer starts at zero.  The
 attacker is tied to the known population exactly as the paper's is (one output per known
 individual), and its cross-entropy training is unchanged; the head only removes the failure
-mode where a budget-limited network is a far weaker attacker than a textbook inversion
-(issue 6).  ``init="paper"`` gives the plain paper network.
+mode where a budget-limited network is a far weaker attacker than a textbook inversion.
+``init="paper"`` gives the plain paper network.
 """
 
 from __future__ import annotations
@@ -46,27 +27,14 @@ from bngp.errors import InputError
 from bngp.ridge import LinearFit, affine_calibration, logistic_calibration
 
 __all__ = [
-    "DefenderSpec",
     "AttackerSpec",
-    "Defender",
     "Attacker",
-    "defender_widths",
     "attacker_widths",
     "ridge_inversion",
     "block_inversion_head",
     "INVERSION_GAIN",
     "ATTACKER_INITS",
 ]
-
-
-def defender_widths(n_individuals: int, noise_dim: int, n_outputs: int) -> tuple[int, int, int]:
-    """Hidden widths of G scaled from App. L.8 Table 1a (830 -> 1500 -> 1100 -> 500 -> 5000)."""
-    inputs = n_individuals + noise_dim
-    return (
-        max(32, math.ceil(inputs * 1500 / 830)),
-        max(32, math.ceil(inputs * 1100 / 830)),
-        max(32, math.ceil(n_outputs * 500 / 5000)),
-    )
 
 
 def attacker_widths(n_outputs: int) -> tuple[int, int]:
@@ -80,33 +48,6 @@ def attacker_widths(n_outputs: int) -> tuple[int, int]:
     """
     return (max(32, min(3400, math.ceil(n_outputs * 3400 / 5000))),
             max(32, min(2000, math.ceil(n_outputs * 2000 / 5000))))
-
-
-@dataclass(frozen=True)
-class DefenderSpec:
-    """Architecture of G: sizes and widths (None = scaled from the paper)."""
-
-    n_individuals: int
-    n_outputs: int
-    noise_dim: int = 30
-    widths: tuple[int, int, int] | None = None
-    skip: bool = False
-    shrink: bool = False
-    full_rank_noise: bool = False
-
-    @property
-    def randomness_dim(self) -> int:
-        """Width of the randomness G consumes per release: q uniforms, plus |Q| standard normals
-        with full-rank noise."""
-        return self.noise_dim + (self.n_outputs if self.full_rank_noise else 0)
-
-    def resolved_widths(self) -> tuple[int, int, int]:
-        return self.widths or defender_widths(self.n_individuals, self.noise_dim, self.n_outputs)
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        data["widths"] = list(self.resolved_widths())
-        return data
 
 
 #: "reconstruction": head = ridge inversion of the known population (no data needed);
@@ -135,88 +76,6 @@ class AttackerSpec:
         data = asdict(self)
         data["widths"] = list(self.resolved_widths())
         return data
-
-
-class Defender(nn.Module):
-    """G(b, r) -> xi in [-0.5, 0.5]^|Q| (App. L.8 Table 1a, scaled)."""
-
-    def __init__(self, spec: DefenderSpec) -> None:
-        super().__init__()
-        self.spec = spec
-        h1, h2, h3 = spec.resolved_widths()
-        self.net = nn.Sequential(
-            nn.Linear(spec.n_individuals + spec.noise_dim, h1),
-            nn.BatchNorm1d(h1),
-            nn.ReLU(),
-            nn.Linear(h1, h2),
-            nn.BatchNorm1d(h2),
-            nn.LeakyReLU(),
-            nn.Linear(h2, h3),
-            nn.Linear(h3, spec.n_outputs),
-        )
-        self.skip = nn.Linear(spec.n_individuals, spec.n_outputs, bias=False) if spec.skip else None
-        if self.skip is not None:
-            nn.init.zeros_(self.skip.weight)
-        if spec.shrink:
-            self.shrink_weight = nn.Parameter(torch.zeros(spec.n_outputs))
-            self.register_buffer("shrink_target", torch.zeros(spec.n_outputs))
-        else:
-            self.shrink_weight = None
-        self.noise_scale = nn.Parameter(torch.zeros(spec.n_outputs)) if spec.full_rank_noise else None
-
-    def set_shrink_target(self, target: np.ndarray | torch.Tensor) -> None:
-        """Set t, the statistic the release is shrunk towards (the prior-mean statistic f(theta))."""
-        if self.shrink_weight is None:
-            raise InputError("this defender has no shrinkage (DefenderSpec.shrink=False).")
-        target = torch.as_tensor(np.asarray(target), dtype=torch.float32).reshape(-1)
-        if target.numel() != self.spec.n_outputs:
-            raise InputError(f"the shrinkage target must have {self.spec.n_outputs} entries, got {target.numel()}.")
-        self.shrink_target.copy_(target)
-
-    @torch.no_grad()
-    def project_(self) -> None:
-        """Project alpha onto [0, 1] (after each optimiser step): alpha_j > 1 would flip the sign
-        of attribute j's membership signal, which fools a stale attacker without hiding anything."""
-        if self.shrink_weight is not None:
-            self.shrink_weight.clamp_(0.0, 1.0)
-        if self.noise_scale is not None:
-            self.noise_scale.clamp_(min=0.0)
-
-    def shrinkage(self) -> torch.Tensor | None:
-        """alpha, the learned per-attribute shrinkage towards t (None without shrinkage)."""
-        return None if self.shrink_weight is None else self.shrink_weight.detach().clone()
-
-    def forward(self, b: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor | None = None) -> torch.Tensor:
-        """xi = sigmoid(net([b, u]) (+ S b with the linear skip)) - 0.5 (+ sigma * e) (+ alpha * (t - x_hat)).
-
-        ``r`` = (u, e) from :meth:`sample_r`: u ~ U[0, 1]^q feeds the network, e ~ N(0, I_|Q|)
-        (full-rank noise only) is scaled per attribute by the learned sigma >= 0.  ``x_hat`` =
-        f(D), the statistic being perturbed, is required with shrinkage.
-        """
-        uniform = r[:, : self.spec.noise_dim]
-        z = self.net(torch.cat([b, uniform], dim=1))
-        if self.skip is not None:
-            z = z + self.skip(b)
-        xi = torch.sigmoid(z) - 0.5
-        if self.noise_scale is not None:
-            xi = xi + self.noise_scale * r[:, self.spec.noise_dim :]
-        if self.shrink_weight is None:
-            return xi
-        if x_hat is None or x_hat.shape != xi.shape:
-            raise InputError(f"a shrinking defender needs x_hat = f(D) of shape {tuple(xi.shape)}.")
-        # in float64, so that alpha = 1 releases exactly t (see bngp.mechanism.perturb)
-        return xi.double() + self.shrink_weight.double() * (self.shrink_target.double() - x_hat.double())
-
-    def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then e ~ N(0, I_|Q|) with full-rank noise."""
-        uniform = torch.rand((n, self.spec.noise_dim), generator=generator)
-        if not self.spec.full_rank_noise:
-            return uniform
-        return torch.cat([uniform, torch.randn((n, self.spec.n_outputs), generator=generator)], dim=1)
-
-    def noise_scales(self) -> torch.Tensor | None:
-        """sigma, the learned per-attribute scale of the full-rank Gaussian noise (None without it)."""
-        return None if self.noise_scale is None else self.noise_scale.detach().clone()
 
 
 def ridge_inversion(

@@ -1,0 +1,12 @@
+"""The BNGP game (arXiv:2410.07414, section 3): its settings, objectives, best responses and trainer.
+
+* :mod:`~bngp.game.config`: :class:`GameConfig` and the run directory's file names.
+* :mod:`~bngp.game.objectives`: leakage, utility, budgets, the BGBP constraint DPH^eps.
+* :mod:`~bngp.game.best_response`: defenders' losses against a fixed differentiable attack (App. M).
+* :mod:`~bngp.game.trainer`: :class:`Game`, the general-sum GAN trainer.
+"""
+
+from .config import CHECKPOINT_FILE, CONFIG_FILE, KAPPA_MAX, OBJECTIVES, SUMMARY_FILE, GameConfig
+from .trainer import Game
+
+__all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig"]

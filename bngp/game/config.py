@@ -1,0 +1,190 @@
+"""Settings of a BNGP training run (arXiv:2410.07414, section 3 and App. L.8) and the names
+of the files a run directory holds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Literal, get_args
+
+import numpy as np
+
+from bngp.errors import InputError
+
+__all__ = [
+    "GameConfig",
+    "Objective",
+    "Leakage",
+    "OBJECTIVES",
+    "CHECKPOINT_FILE",
+    "CONFIG_FILE",
+    "SUMMARY_FILE",
+    "REFIT_VALIDATION_DRAWS",
+    "KAPPA_MAX",
+    "INFEASIBLE",
+]
+
+Objective = Literal["preference", "utility-budget", "privacy-budget"]
+Leakage = Literal["clamped", "raw"]
+
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
+CHECKPOINT_FILE = "checkpoint.pt"
+CONFIG_FILE = "config.json"
+SUMMARY_FILE = "summary.json"
+#: held-out draws on which an in-game refit chooses the ridge penalty (by AUC), compares the ridge
+#: head with the population inversion, and scores the defender for selection.
+REFIT_VALIDATION_DRAWS = 500
+#: the largest trade-off weight: larger ones overflow the float32 losses (kappa = 1e6 already
+#: makes a utility loss of 1e-6 outweigh any leakage, at most log 2 nats per individual).
+KAPPA_MAX = 1e6
+#: selection score offset of defender states that miss their budget (they rank after every state that meets it).
+INFEASIBLE = 1e3
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    """Settings of one training run of the BNGP game (arXiv:2410.07414, section 3, App. L.8).
+
+    Validated on construction (:class:`bngp.errors.InputError`). Why the defaults are what they
+    are, with the measurements behind each, is written up in ``docs/design/game.md``.
+
+    Attributes:
+        steps: defender updates.
+        attacker_steps: attacker updates per defender update.
+        batch_size: membership draws per update (>= 2, batch normalisation).
+        objective: one of :data:`OBJECTIVES` (section 3.3): "preference" minimises
+            leakage + sum_j kappa_j |x_j - f(D)_j| / |Q|; "utility-budget" minimises leakage
+            s.t. mean |x - f(D)| <= ``budget``; "privacy-budget" minimises mean |x - f(D)|
+            s.t. leakage <= ``budget`` (both by a Lagrange multiplier with dual ascent).
+        kappa: scalar trade-off weight (used when ``kappa_vector`` is None), in [0, KAPPA_MAX].
+        kappa_vector: per-attribute weights kappa_j (length |Q|), or None.
+        budget: the budget of the utility-/privacy-budget objectives.
+        dual_lr: step size of the Lagrange multiplier's dual ascent.
+        noise_dim: q, the dimension of the defender's randomness r.
+        defender_lr, attacker_lr, weight_decay, lr_decay, decay_every: Adam + ExponentialLR
+            (App. L.8; decay applied every ``decay_every`` defender steps).
+        attacker_init: one of :data:`bngp.attacks.network.ATTACKER_INITS`.
+        defender_skip: a zero-initialised linear skip b -> G's pre-sigmoid output.
+        defender_shrink: a learned per-attribute shrinkage alpha of the release towards the
+            prior-mean statistic f(theta) (:class:`bngp.defenses.network.Defender`), trained at
+            ``shrink_lr`` from ``shrink_init``.
+        defender_zero_output: start G's output layer at zero (with ``shrink_init`` = 1 training
+            starts at the data-independent release f(theta)).
+        defender_full_rank_noise: learned per-attribute Gaussian noise sigma * e, e ~ N(0, I).
+        against: "bayesian" (the BNGP game) or the name of a differentiable attack ("lrt",
+            "adaptive-lrt", "score") for a best-response defender (App. M,
+            :mod:`bngp.game.best_response`); the network attacker is still trained alongside.
+        dp_epsilon: eps of the BGBP response constraint DPH^eps (section 4.3, Prop. 10),
+            enforced by a penalty of weight ``dp_penalty``; None = no constraint.
+        fixed_gaussian_sigmas: standard deviations of fixed Gaussian mechanisms composed before
+            the learned one (App. L.6): the release is [f(D) + N(0, s_1^2), ..., f(D) + G(b, r)].
+        recalibrate: measure the leakage after the attacker's best affine recalibration.
+        leakage: "clamped" (max(h - CEL, 0)) or "raw" (h - CEL, the paper's -CEL up to a constant).
+        attacker_refit_every: defender steps between closed-form refits of the in-game
+            attacker's linear head on ``refit_releases`` releases of the current defender
+            (default :func:`bngp.ridge.default_shadow_releases`); 0 = never.
+        train_refitted_head: also train the refitted head by Adam between refits.
+        select_defender: keep the defender state that did best against a freshly refitted
+            attacker, by the defender's own objective on ``REFIT_VALIDATION_DRAWS`` held-out draws.
+        eval_every: steps between held-out evaluations (TensorBoard, collapse check).
+        eval_batch: draws in the held-out evaluation batch.
+        checkpoint_every: steps between checkpoints.
+        fresh_check_steps: steps of the fresh attacker trained against the frozen defender after
+            training (0 = skip); its AUC is the number to trust.
+        seed: the run's seed; every stream of the run is spawned from it (:func:`bngp.rng.spawn_seeds`).
+    """
+
+    steps: int = 1500
+    attacker_steps: int = 5
+    batch_size: int = 64
+    objective: Objective = "preference"
+    kappa: float = 0.0
+    kappa_vector: tuple[float, ...] | None = None
+    budget: float | None = None
+    dual_lr: float = 0.05
+    noise_dim: int = 30
+    defender_lr: float = 1e-3
+    attacker_lr: float = 1e-3
+    weight_decay: float = 1e-5
+    lr_decay: float = 0.988
+    decay_every: int = 50
+    attacker_init: str = "reconstruction"
+    defender_skip: bool = False
+    defender_shrink: bool = True
+    defender_full_rank_noise: bool = True
+    defender_zero_output: bool = True
+    shrink_lr: float = 1e-2
+    shrink_init: float = 1.0
+    against: str = "bayesian"
+    dp_epsilon: float | None = None
+    dp_penalty: float = 10.0
+    fixed_gaussian_sigmas: tuple[float, ...] = ()
+    recalibrate: bool = True
+    leakage: Leakage = "clamped"
+    attacker_refit_every: int = 25
+    train_refitted_head: bool = False
+    refit_releases: int | None = None
+    select_defender: bool = True
+    eval_every: int = 50
+    eval_batch: int = 256
+    checkpoint_every: int = 250
+    fresh_check_steps: int = 1000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise InputError(f"`objective` must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}.")
+        for name in ("steps", "attacker_steps", "batch_size", "eval_every", "eval_batch", "checkpoint_every", "noise_dim"):
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"`{name}` must be >= 1, got {getattr(self, name)}.")
+        if self.batch_size < 2:
+            raise InputError(f"`batch_size` must be >= 2 (batch normalisation), got {self.batch_size}.")
+        if not (math.isfinite(self.kappa) and 0 <= self.kappa <= KAPPA_MAX):
+            raise InputError(f"`kappa` must be a number in [0, {KAPPA_MAX:g}], got {self.kappa}.")
+        if self.kappa_vector is not None:
+            values = np.asarray(self.kappa_vector, dtype=np.float64)
+            if values.ndim != 1 or not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values > KAPPA_MAX):
+                raise InputError(f"`kappa_vector` must be a 1-D array of numbers in [0, {KAPPA_MAX:g}].")
+        if self.objective != "preference":
+            if self.budget is None or not math.isfinite(self.budget) or self.budget < 0:
+                raise InputError(f"`budget` must be a finite number >= 0 for objective {self.objective!r}, got {self.budget}.")
+        if self.fresh_check_steps < 0:
+            raise InputError(f"`fresh_check_steps` must be >= 0, got {self.fresh_check_steps}.")
+        if self.dp_epsilon is not None and not (math.isfinite(self.dp_epsilon) and self.dp_epsilon > 0):
+            raise InputError(f"`dp_epsilon` must be a finite number > 0, got {self.dp_epsilon}.")
+        if self.leakage not in get_args(Leakage):
+            raise InputError(f"`leakage` must be 'clamped' or 'raw', got {self.leakage!r}.")
+        if self.attacker_refit_every < 0:
+            raise InputError(f"`attacker_refit_every` must be >= 0, got {self.attacker_refit_every}.")
+        from bngp.attacks.network import ATTACKER_INITS
+
+        if self.attacker_init not in ATTACKER_INITS:
+            raise InputError(f"`attacker_init` must be one of {', '.join(ATTACKER_INITS)}, got {self.attacker_init!r}.")
+        if self.against != "bayesian":
+            from bngp.attacks.registry import available_attacks
+
+            if self.against not in available_attacks():
+                raise InputError(f"`against` must be 'bayesian' or an attack name, got {self.against!r}.")
+        if not (math.isfinite(self.shrink_lr) and self.shrink_lr > 0):
+            raise InputError(f"`shrink_lr` must be a finite number > 0, got {self.shrink_lr}.")
+        if not 0.0 <= self.shrink_init <= 1.0:
+            raise InputError(f"`shrink_init` must be in [0, 1], got {self.shrink_init}.")
+        if not self.dp_penalty >= 0:
+            raise InputError(f"`dp_penalty` must be >= 0, got {self.dp_penalty}.")
+        if any(not (math.isfinite(s) and s > 0) for s in self.fixed_gaussian_sigmas):
+            raise InputError("`fixed_gaussian_sigmas` must be finite numbers > 0.")
+
+    def kappa_weights(self, n_outputs: int) -> np.ndarray:
+        """kappa_j for every released attribute (length ``n_outputs``)."""
+        if self.kappa_vector is None:
+            return np.full(n_outputs, self.kappa)
+        weights = np.asarray(self.kappa_vector, dtype=np.float64)
+        if weights.size != n_outputs:
+            raise InputError(f"`kappa` vector must have {n_outputs} entries (|Q|), got {weights.size}.")
+        return weights
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["kappa_vector"] = None if self.kappa_vector is None else list(self.kappa_vector)
+        data["fixed_gaussian_sigmas"] = list(self.fixed_gaussian_sigmas)
+        return data

@@ -1,0 +1,65 @@
+"""Seeded noise samplers of the release (float64, inverse CDF, from a torch Generator).
+
+Laplace(b): z = b log(2u) if u < 1/2 else -b log(2(1 - u)); Gaussian N(0, sigma^2); the l-inf
+K-norm law with density proportional to exp(-||z||_inf / a) (Hardt & Talwar 2010; Steinke &
+Ullman 2016).  Fast and replayable, and *not* floating-point safe (Mironov 2012): releases meant
+for publication use the OpenDP samplers of :mod:`bngp.defenses.secure_sampling`.
+:func:`sample_noise` draws the noise of a :class:`~bngp.release.noise_law.NoiseLaw` (the law an
+attacker may be told), with the same samplers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from bngp.rng import torch_generator
+from .noise_law import NoiseLaw
+
+__all__ = ["sample_laplace", "sample_gaussian", "sample_linf", "sample_noise"]
+
+
+def _open_uniform(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+    """U in (0, 1): torch's float64 uniforms are k / 2^53; shift by 2^-54 to the cell midpoint,
+    so the support is symmetric about 1/2 and excludes 0 and 1 (every log below is finite)."""
+    return torch.rand(shape, generator=generator, dtype=torch.float64) + 2.0**-54
+
+
+def sample_laplace(shape: tuple[int, ...], scale: float, generator: torch.Generator) -> torch.Tensor:
+    """i.i.d. Laplace(scale) draws as float64: z = b log(2u) if u < 1/2 else -b log(2(1 - u))."""
+    u = _open_uniform(shape, generator)
+    return scale * torch.where(u < 0.5, torch.log(2.0 * u), -torch.log(2.0 * (1.0 - u)))
+
+
+def sample_gaussian(shape: tuple[int, ...], sigma: float, generator: torch.Generator) -> torch.Tensor:
+    """i.i.d. N(0, sigma^2) draws as float64."""
+    return sigma * torch.randn(shape, generator=generator, dtype=torch.float64)
+
+
+def sample_linf(n_rows: int, dim: int, scale: float, generator: torch.Generator) -> torch.Tensor:
+    """Draws of the l-inf K-norm law, density proportional to exp(-||z||_inf / scale) on R^dim.
+
+    r = scale * sum_{i <= dim + 1} -log(U_i) ~ Gamma(dim + 1, scale) (a sum of exponentials),
+    then z = r * (2V - 1) with V uniform on (0, 1)^dim: the law exp(-||z||_K / a) in dimension
+    d is that of r * U with r ~ Gamma(d + 1, a) and U uniform in the unit ball K, here the
+    cube [-1, 1]^d (Hardt & Talwar 2010; Steinke & Ullman 2016).
+
+    Returns:
+        (n_rows, dim) float64 tensor.
+    """
+    radius = -torch.log(_open_uniform((n_rows, dim + 1), generator)).sum(dim=1, keepdim=True)
+    return (scale * radius) * (2.0 * _open_uniform((n_rows, dim), generator) - 1.0)
+
+
+def sample_noise(law: NoiseLaw, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """Noise of ``law`` for a (n_releases, n_outputs) batch as a float64 numpy array, drawn by the
+    samplers above from a torch Generator seeded by ``rng`` (one draw of ``rng`` per call)."""
+    n_releases, n_outputs = shape
+    if law.kind == "none" or law.scale == 0:
+        return np.zeros(shape)
+    generator = torch_generator(int(rng.integers(2**63)))
+    if law.kind == "laplace":
+        return sample_laplace(shape, law.scale, generator).numpy()
+    if law.kind == "gaussian":
+        return sample_gaussian(shape, law.scale, generator).numpy()
+    return sample_linf(n_releases, n_outputs, law.scale, generator).numpy()

@@ -1,0 +1,105 @@
+"""The ``--defense SPEC`` factories of the DP mechanisms (``laplace:eps=1``, ``gaussian:...``,
+``linf:...``, ``rr:...``), registered with :mod:`bngp.defenses.registry`."""
+
+from __future__ import annotations
+
+from bngp.errors import InputError
+from bngp.validation import check_delta, check_epsilon
+from .base import Defense
+from .dp import DEFAULT_SAMPLER, check_sampler, GaussianDefense, LaplaceDefense, LinfKNormDefense, RandomizedResponseDefense
+from .registry import DefenseContext, float_param, register_defense
+from .sensitivity import DEFAULT_SENSITIVITY, Sensitivity, resolve_sensitivity
+
+__all__: list[str] = []
+
+
+def _check_keys(params: dict[str, str], allowed: tuple[str, ...], name: str) -> None:
+    unknown = [key for key in params if key not in allowed]
+    if unknown:
+        raise InputError(f"defense `{name}` does not take `{unknown[0]}`; allowed: {', '.join(allowed)}.")
+
+
+def _optional(params: dict[str, str], key: str, name: str) -> float | None:
+    return float_param(params, key, name) if key in params else None
+
+
+def _epsilon_or_scale(params: dict[str, str], name: str) -> tuple[float | None, float | None]:
+    epsilon = _optional(params, "epsilon", name)
+    scale = _optional(params, "scale", name)
+    if (epsilon is None) == (scale is None):
+        raise InputError(f"defense `{name}` needs exactly one of `epsilon=...` or `scale=...`.")
+    if epsilon is not None:
+        check_epsilon(epsilon)
+    if scale is not None:
+        check_epsilon(scale, "scale")
+    return epsilon, scale
+
+
+def _sampler(params: dict[str, str]) -> str:
+    return check_sampler(params.get("sampler", DEFAULT_SAMPLER))
+
+
+def _sensitivity(params: dict[str, str], norm: str, context: DefenseContext) -> Sensitivity:
+    text = params.get("sensitivity", DEFAULT_SENSITIVITY)
+    return resolve_sensitivity(text, norm, context.population, context.n_members)
+
+
+@register_defense("laplace")
+def _laplace_factory(params: dict[str, str], context: DefenseContext) -> Defense:
+    """``laplace:epsilon=E|scale=B[,sensitivity=S][,sampler=torch|opendp]``."""
+    _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler"), "laplace")
+    epsilon, scale = _epsilon_or_scale(params, "laplace")
+    sampler = _sampler(params)
+    sensitivity = _sensitivity(params, "l1", context)
+    if epsilon is not None:
+        return LaplaceDefense.from_epsilon(epsilon, sensitivity, sampler=sampler)
+    return LaplaceDefense(scale, sensitivity, sampler=sampler)
+
+
+@register_defense("gaussian")
+def _gaussian_factory(params: dict[str, str], context: DefenseContext) -> Defense:
+    """``gaussian:epsilon=E|scale=S,delta=D[,sensitivity=S][,sampler=torch|opendp]``."""
+    _check_keys(params, ("epsilon", "delta", "scale", "sensitivity", "sampler"), "gaussian")
+    epsilon, scale = _epsilon_or_scale(params, "gaussian")
+    delta = check_delta(float_param(params, "delta", "gaussian"), allow_zero=False)
+    sampler = _sampler(params)
+    sensitivity = _sensitivity(params, "l2", context)
+    if epsilon is not None:
+        return GaussianDefense.from_epsilon(epsilon, delta, sensitivity, sampler=sampler)
+    return GaussianDefense(scale, sensitivity, delta=delta, sampler=sampler)
+
+
+@register_defense("linf")
+def _linf_factory(params: dict[str, str], context: DefenseContext) -> Defense:
+    """``linf:epsilon=E|scale=A[,sensitivity=S][,sampler=torch]``."""
+    _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler"), "linf")
+    epsilon, scale = _epsilon_or_scale(params, "linf")
+    sampler = _sampler(params)
+    sensitivity = _sensitivity(params, "linf", context)
+    if epsilon is not None:
+        return LinfKNormDefense.from_epsilon(epsilon, sensitivity, sampler=sampler)
+    return LinfKNormDefense(scale, sensitivity, sampler=sampler)
+
+
+def _bool_param(params: dict[str, str], key: str, default: bool) -> bool:
+    text = params.get(key)
+    if text is None:
+        return default
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise InputError(f"`{key}` must be true or false, got {text!r}.")
+
+
+@register_defense("rr")
+def _rr_factory(params: dict[str, str], context: DefenseContext) -> Defense:
+    """``rr:epsilon=E[,sensitivity=paper|replace|L][,debias=true|false][,sampler=torch|opendp]``."""
+    _check_keys(params, ("epsilon", "sensitivity", "debias", "sampler"), "rr")
+    epsilon = check_epsilon(float_param(params, "epsilon", "rr"))
+    sampler = _sampler(params)
+    sensitivity = _sensitivity(params, "hamming", context)
+    debias = _bool_param(params, "debias", True)
+    return RandomizedResponseDefense(
+        epsilon, context.population.genotypes, sensitivity, debias=debias, sampler=sampler
+    )
