@@ -31,7 +31,7 @@ from torch import nn
 
 from bngp.errors import InputError
 
-__all__ = ["DefenderSpec", "Defender", "defender_widths"]
+__all__ = ["DefenderSpec", "Defender", "defender_widths", "composed_noise"]
 
 
 def defender_widths(n_individuals: int, noise_dim: int, n_outputs: int) -> tuple[int, int, int]:
@@ -151,3 +151,21 @@ class Defender(nn.Module):
     def noise_scales(self) -> torch.Tensor | None:
         """sigma, the learned per-attribute scale of the full-rank Gaussian noise (None without it)."""
         return None if self.noise_scale is None else self.noise_scale.detach().clone()
+
+
+def composed_noise(
+    defender: Defender,
+    fixed_sigmas: tuple[float, ...],
+    b: torch.Tensor,
+    r: torch.Tensor,
+    x_hat: torch.Tensor,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """The noise of the composed release [f(D) + N(0, s_1^2 I), ..., f(D) + N(0, s_m^2 I), f(D) + G(b, r)]
+    (arXiv:2410.07414, App. L.6): m fixed Gaussian blocks, then G's noise for the last copy of
+    f(D) in ``x_hat`` (B, (m + 1)|Q|)."""
+    xi = defender(b, r, x_hat[:, x_hat.shape[1] - defender.spec.n_outputs :])
+    if not fixed_sigmas:
+        return xi
+    fixed = [float(sigma) * torch.randn(xi.shape, generator=generator) for sigma in fixed_sigmas]
+    return torch.cat(fixed + [xi], dim=1)

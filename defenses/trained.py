@@ -15,6 +15,7 @@ from .artifact import DEFENDER_FILE, DefenderArtifact, load_defender
 from bngp.errors import DataFormatError, MissingFileError
 from bngp.run_dir import verify_run
 from .base import Defense
+from .network import composed_noise
 from .registry import DefenseContext, register_defense
 
 __all__ = ["TrainedDefense", "load_run_defense"]
@@ -44,9 +45,7 @@ class TrainedDefense(Defense):
         defender = self.artifact.defender
         defender.eval()
         r = defender.sample_r(b.shape[0], generator)
-        xi = defender(b, r, x_hat[:, x_hat.shape[1] - defender.spec.n_outputs:])
-        fixed = [sigma * torch.randn(xi.shape, generator=generator) for sigma in self.fixed_sigmas]
-        return torch.cat(fixed + [xi], dim=1) if fixed else xi
+        return composed_noise(defender, self.fixed_sigmas, b, r, x_hat, generator)
 
     def describe(self) -> dict:
         return {

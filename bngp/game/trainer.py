@@ -40,7 +40,7 @@ from bngp.release.mechanism import allele_frequencies
 from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
 from bngp.attacks.network import Attacker, AttackerSpec
-from bngp.defenses.network import Defender, DefenderSpec
+from bngp.defenses.network import Defender, DefenderSpec, composed_noise
 from bngp.run_dir import commit_run, open_run
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
@@ -185,11 +185,7 @@ class Game:
 
     def _noise(self, b: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """The full noise vector: fixed Gaussian blocks (if any), then G(b, r) for f(D) = ``x_hat``."""
-        xi = self.defender(b, r, x_hat[:, self.learned_slice])
-        if not self.config.fixed_gaussian_sigmas:
-            return xi
-        fixed = [sigma * torch.randn(xi.shape, generator=generator) for sigma in self.config.fixed_gaussian_sigmas]
-        return torch.cat(fixed + [xi], dim=1)
+        return composed_noise(self.defender, self.config.fixed_gaussian_sigmas, b, r, x_hat, generator)
 
     def _release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         x_hat = self.mechanism.statistic(b)
