@@ -1,4 +1,4 @@
-"""The learned Bayesian attacker BNGP(A) (paper 003, sections 3.2 and 5).
+"""The learned Bayesian attacker BNGP(A) (arXiv:2410.07414, sections 3.2 and 5).
 
 A cross-entropy attacker network H(x) (see :class:`bngp.attacks.network.Attacker`) trained on
 releases the attacker simulates itself against the (frozen, known) defense on the known

@@ -1,4 +1,4 @@
-"""Likelihood-ratio-test attacks (paper 003, App. M; shared/reference/attacks.md).
+"""Likelihood-ratio-test attacks (arXiv:2410.07414, App. M).
 
 - ``lrt`` -- fixed-threshold LRT (Sankararaman et al. 2009; Shringarpure and Bustamante
   2015; Venkatesaramani et al. 2021, 2023): membership score -lrs(d_k, x); the threshold

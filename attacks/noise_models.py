@@ -3,7 +3,7 @@
 A release coordinate is x_j = clip(x_hat_j + xi_j, 0, 1).  Given the hypothesis on one
 individual, x_hat_j is the mean of n binary values; the attacker approximates the sampling
 of the other members by a Gaussian of variance v_j (central limit theorem) and convolves it
-with the defense's noise law (shared/reference/attacks.md, "Optimal LRT"):
+with the defense's noise law:
 
 - ``none``:     N(0, v)
 - ``gaussian``: N(0, v + sigma^2)

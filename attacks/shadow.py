@@ -1,7 +1,7 @@
 """Shadow data: labelled releases an attacker generates itself to orient and threshold its score.
 
 An attack never sees evaluation labels; it fixes its direction and threshold on data it
-can produce from its own knowledge (shared/reference/bngp.md, "Orientation"):
+can produce from its own knowledge:
 
 - :func:`synthetic_shadow` -- attackers who know only public information (reference
   frequencies p_bar, the dataset size n, possibly the defense's noise law).  Individuals are

@@ -10,9 +10,9 @@ per-release offset.  :func:`affine_statistic` evaluates that product in blocks o
 makes the conversion nearly free) and in blocks of releases, so memory stays bounded by a
 few megabytes beyond the inputs and the (R, n) output.
 
-Statistics (shared/reference/attacks.md):
+Statistics:
 
-- :func:`lrs_torch` -- Sankararaman et al. (2009), paper App. M:
+- :func:`lrs_torch` -- Sankararaman et al. (2009), arXiv:2410.07414 App. M:
   lrs(d_k, x) = sum_j [d_kj log(p_bar_j / x_j) + (1 - d_kj) log((1 - p_bar_j) / (1 - x_j))],
   x and p_bar clipped to [epsilon, 1 - epsilon].  Low lrs = evidence of membership.
 - :func:`dwork_score_torch` -- Dwork, Smith, Steinke, Ullman, Vadhan (2015):

@@ -1,4 +1,4 @@
-"""Tracing attacks against released means (shared/reference/attacks.md).
+"""Tracing attacks against released means.
 
 - ``score`` -- Dwork, Smith, Steinke, Ullman, Vadhan (2015), "Robust traceability from trace
   amounts": score(y, x) = <y - p_bar, x - p_bar>; needs only that x approximates the true

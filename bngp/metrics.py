@@ -1,4 +1,4 @@
-"""Membership-inference metrics (paper 003, sections 2.3 and 5; App. L.9).
+"""Membership-inference metrics (arXiv:2410.07414, sections 2.3 and 5; App. L.9): the one ROC.
 
 Conventions: labels are 1 for members; scores are higher for "more likely member".
 All functions take flat arrays of scores and labels (any shape, flattened) and are
@@ -25,6 +25,7 @@ from bngp.errors import InputError
 __all__ = [
     "RocCurve",
     "roc_curve",
+    "threshold_counts",
     "auc",
     "tpr_at_fpr",
     "membership_advantage",
@@ -57,31 +58,61 @@ def _flatten(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nda
     return scores, labels
 
 
-@dataclass(frozen=True)
+def threshold_counts(scores: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counts at every distinct threshold, from "predict nobody" down to "predict everyone".
+
+    Args:
+        scores: flat float scores (validated).
+        members: flat bool labels (validated).
+
+    Returns:
+        ``(thresholds, tp, fp)``: ``thresholds[j]`` is the smallest score predicted "member"
+        at step j (``+inf`` for step 0), ``tp[j]``/``fp[j]`` the members/non-members with
+        score >= thresholds[j].  Length = number of distinct scores + 1.
+    """
+    order = np.argsort(-scores, kind="stable")
+    sorted_scores = scores[order]
+    cum_tp = np.concatenate(([0], np.cumsum(members[order], dtype=np.int64)))
+    ends = np.concatenate((np.flatnonzero(sorted_scores[1:] != sorted_scores[:-1]) + 1, [scores.shape[0]]))
+    positions = np.concatenate(([0], ends))
+    tp = cum_tp[positions]
+    return np.concatenate(([np.inf], sorted_scores[ends - 1])), tp, positions - tp
+
+
+@dataclass(frozen=True, eq=False)
 class RocCurve:
-    """Empirical ROC: for each distinct threshold t (descending), FPR and TPR of "score >= t".
+    """Empirical ROC at every distinct threshold t (descending): FPR and TPR of "score >= t".
 
     The first point is (0, 0) (threshold +inf) and the last (1, 1).
+
+    Attributes:
+        fpr: false-positive rate FP / N0 at each threshold.
+        tpr: true-positive rate TP / N1 at each threshold.
+        thresholds: score >= threshold predicts "member" (first entry +inf).
+        n_members: N1.
+        n_nonmembers: N0.
     """
 
     fpr: np.ndarray
     tpr: np.ndarray
     thresholds: np.ndarray
+    n_members: int
+    n_nonmembers: int
 
 
 def roc_curve(scores: np.ndarray, labels: np.ndarray) -> RocCurve:
-    """ROC over every distinct score (decide member when score >= threshold)."""
+    """ROC over every distinct score (decide member when score >= threshold).
+
+    Example:
+        >>> curve = roc_curve(np.array([0.9, 0.8, 0.1]), np.array([1, 0, 0]))
+        >>> curve.tpr.tolist(), curve.fpr.tolist()
+        ([0.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.5, 1.0])
+    """
     scores, labels = _flatten(scores, labels)
-    order = np.argsort(-scores, kind="mergesort")
-    sorted_scores = scores[order]
-    sorted_labels = labels[order]
-    last_of_tie = np.r_[np.nonzero(np.diff(sorted_scores))[0], scores.size - 1]
-    tp = np.cumsum(sorted_labels)[last_of_tie]
-    fp = (last_of_tie + 1) - tp
-    tpr = np.r_[0.0, tp / labels.sum()]
-    fpr = np.r_[0.0, fp / (~labels).sum()]
-    thresholds = np.r_[np.inf, sorted_scores[last_of_tie]]
-    return RocCurve(fpr=fpr, tpr=tpr, thresholds=thresholds)
+    thresholds, tp, fp = threshold_counts(scores, labels)
+    n1 = int(labels.sum())
+    n0 = labels.size - n1
+    return RocCurve(fpr=fp / n0, tpr=tp / n1, thresholds=thresholds, n_members=n1, n_nonmembers=n0)
 
 
 def auc(scores: np.ndarray, labels: np.ndarray) -> float:

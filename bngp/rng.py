@@ -17,7 +17,7 @@ from bngp.errors import InputError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SeedLike", "resolve_seed", "make_rng", "spawn_seeds", "named_seeds", "torch_generator", "seeded_torch"]
+__all__ = ["SeedLike", "resolve_seed", "resolve_rng", "make_rng", "spawn_seeds", "named_seeds", "torch_generator", "seeded_torch"]
 
 SeedLike = int | None | np.random.Generator
 
@@ -29,6 +29,16 @@ def resolve_seed(seed: int | None) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"`seed` must be a non-negative integer, got {seed!r}.")
     return int(seed)
+
+
+def resolve_rng(seed: SeedLike) -> tuple[np.random.Generator, int | None]:
+    """Return ``(generator, recorded_seed)``: an int seed is used as is; ``None`` draws a fresh
+    seed from the OS (recorded so that the run can be replayed); a Generator is used as given and
+    recorded as ``None``."""
+    if isinstance(seed, np.random.Generator):
+        return seed, None
+    concrete = resolve_seed(seed)
+    return np.random.default_rng(concrete), concrete
 
 
 def make_rng(seed: SeedLike) -> np.random.Generator:

@@ -1,7 +1,7 @@
 """Sensitivity of the allele-frequency release under a neighbouring relation.
 
 The released statistic is x_hat = f(D) = (1/n) sum_{k in D} d_k, the carrier frequency of each
-of the |Q| binary attributes among the n members of D (paper 003, section 2.2).  A DP mechanism
+of the |Q| binary attributes among the n members of D (arXiv:2410.07414, section 2.2).  A DP mechanism
 is calibrated to the largest change of x_hat between neighbouring datasets, measured in the
 norm of its noise (Dwork et al. 2006): l1 for Laplace, l2 for Gaussian, l-inf for the
 l-inf K-norm mechanism.  Randomized response perturbs the members' records instead, so its

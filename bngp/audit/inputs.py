@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bngp.errors import DataFormatError, InputError
+from bngp.errors import DataFormatError
+from bngp.rng import SeedLike, resolve_rng
 from bngp.validation import check_delta, check_finite_array, check_in_open_interval
 
 __all__ = [
@@ -19,9 +20,6 @@ __all__ = [
     "check_scores_and_labels",
     "resolve_rng",
 ]
-
-SeedLike = int | None | np.random.Generator
-
 
 def check_confidence(confidence: float) -> float:
     """Return ``confidence`` as float if it lies in (0, 1)."""
@@ -61,18 +59,3 @@ def check_scores_and_labels(
             f"`{members_name}` must contain both members and non-members, got no {kind} among {labels.shape[0]}."
         )
     return values, labels
-
-
-def resolve_rng(seed: SeedLike) -> tuple[np.random.Generator, int | None]:
-    """Return ``(generator, recorded_seed)``.
-
-    An int seed is used as is; ``None`` draws a fresh seed from the OS (recorded so that the
-    run can be replayed); a Generator is used as given and recorded as ``None``.
-    """
-    if isinstance(seed, np.random.Generator):
-        return seed, None
-    if seed is None:
-        seed = int(np.random.SeedSequence().entropy % (2**63))
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"`seed` must be a non-negative integer, None or a numpy Generator, got {seed!r}.")
-    return np.random.default_rng(int(seed)), int(seed)

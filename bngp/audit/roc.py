@@ -1,11 +1,11 @@
 """Empirical ROC of membership scores: the threshold sweep, AUC, TPR at FPR, advantage.
 
-Convention (shared/reference/audits.md): member = 1 is the positive class and a higher score
+Convention: member = 1 is the positive class and a higher score
 means "member"; a threshold t predicts "member" for every score >= t.  Thresholds are the
 distinct observed scores (never a fixed grid, which outliers break) plus "predict nobody".
 
 These are point estimates; the confidence bounds built on the same sweep live in
-:mod:`bngp.audit.many_run`.
+:mod:`bngp.audit.many_run`.  The sweep itself is the one of :mod:`bngp.metrics`.
 """
 
 from __future__ import annotations
@@ -18,66 +18,9 @@ import numpy as np
 from bngp.audit.inputs import check_scores_and_labels
 from bngp.audit.results import AuditResult
 from bngp.errors import InputError
+from bngp.metrics import RocCurve, roc_curve, threshold_counts
 
 __all__ = ["RocCurve", "RocSummary", "roc_curve", "roc_summary", "threshold_counts"]
-
-
-def threshold_counts(scores: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Counts at every distinct threshold, from "predict nobody" down to "predict everyone".
-
-    Args:
-        scores: validated float scores.
-        members: validated bool labels.
-
-    Returns:
-        ``(thresholds, tp, fp)``: ``thresholds[j]`` is the smallest score predicted "member"
-        at step j (``+inf`` for step 0), ``tp[j]``/``fp[j]`` the members/non-members with
-        score >= thresholds[j].  Length = number of distinct scores + 1.
-    """
-    order = np.argsort(-scores, kind="stable")
-    sorted_scores = scores[order]
-    sorted_members = members[order]
-    cum_tp = np.concatenate(([0], np.cumsum(sorted_members, dtype=np.int64)))
-    ends = np.concatenate((np.flatnonzero(sorted_scores[1:] != sorted_scores[:-1]) + 1, [scores.shape[0]]))
-    positions = np.concatenate(([0], ends))
-    tp = cum_tp[positions]
-    fp = positions - tp
-    thresholds = np.concatenate(([np.inf], sorted_scores[ends - 1]))
-    return thresholds, tp, fp
-
-
-@dataclass(frozen=True, eq=False)
-class RocCurve:
-    """Empirical ROC at every distinct threshold (arrays ordered by decreasing threshold).
-
-    Attributes:
-        thresholds: score >= threshold predicts "member" (first entry +inf).
-        tpr: true-positive rate TP / N1 at each threshold.
-        fpr: false-positive rate FP / N0 at each threshold.
-        n_members: N1.
-        n_nonmembers: N0.
-    """
-
-    thresholds: np.ndarray
-    tpr: np.ndarray
-    fpr: np.ndarray
-    n_members: int
-    n_nonmembers: int
-
-
-def roc_curve(scores: np.ndarray, members: np.ndarray) -> RocCurve:
-    """Empirical ROC of ``scores`` against ``members`` (member = 1 = positive, higher = member).
-
-    Example:
-        >>> curve = roc_curve(np.array([0.9, 0.8, 0.1]), np.array([1, 0, 0]))
-        >>> curve.tpr.tolist(), curve.fpr.tolist()
-        ([0.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.5, 1.0])
-    """
-    values, labels = check_scores_and_labels(scores, members)
-    thresholds, tp, fp = threshold_counts(values, labels)
-    n1 = int(labels.sum())
-    n0 = labels.shape[0] - n1
-    return RocCurve(thresholds=thresholds, tpr=tp / n1, fpr=fp / n0, n_members=n1, n_nonmembers=n0)
 
 
 @dataclass(frozen=True)
@@ -112,7 +55,7 @@ def roc_summary(
         >>> s.auc, s.advantage
         (1.0, 1.0)
     """
-    curve = roc_curve(scores, members)
+    curve = roc_curve(*check_scores_and_labels(scores, members))
     targets = [float(target) for target in fpr_targets]
     for target in targets:
         if not (0.0 <= target <= 1.0):

@@ -1,6 +1,6 @@
 """Description of a defense's additive noise law, as data an attacker may be given.
 
-The optimal (Neyman-Pearson) LRT of shared/reference/attacks.md assumes the attacker knows
+The optimal (Neyman-Pearson) LRT (:class:`bngp.attacks.lrt.OptimalLRT`) assumes the attacker knows
 the law of xi; defenses that have a closed-form law expose it as a :class:`NoiseLaw`.
 """
 
