@@ -28,8 +28,11 @@ from .linear import LinearAttack, WhitenedAttack
 from .reconstruction import L1Reconstruction, LeastSquaresReconstruction
 from .bayesian import BayesianAttack
 from .stacking import StackedAttack
+from .composed import TiledAttack, for_composition
 
 __all__ = [
+    "TiledAttack",
+    "for_composition",
     "Attack",
     "AttackKnowledge",
     "ReleaseSimulator",

@@ -60,6 +60,8 @@ class AttackKnowledge:
         membership_prior: marginal membership probabilities theta (K,).
         noise_law: the defense's noise law (for the optimal LRT).
         simulate: shadow-release simulator against the defense (learned attacks).
+        composition: copies of f(D) in a release (App. L.6); an attack that does not read such a
+            release natively runs on its tiled view (:func:`bngp.attacks.composed.for_composition`).
     """
 
     reference_frequencies: np.ndarray | None = None
@@ -69,6 +71,7 @@ class AttackKnowledge:
     membership_prior: np.ndarray | None = None
     noise_law: NoiseLaw | None = None
     simulate: ReleaseSimulator | None = None
+    composition: int = 1
     extras: dict = field(default_factory=dict)
 
     def available(self) -> frozenset[str]:
@@ -112,6 +115,7 @@ def attack_knowledge(
         membership_prior=prior.marginals,
         noise_law=getattr(defense, "noise_law", None),
         simulate=release_simulator(mechanism, prior, defense),
+        composition=defense.composition,
     )
 
 
@@ -129,6 +133,9 @@ class Attack(ABC):
     #: True when scores are posterior log-odds, so sigmoid(score) is a membership probability
     #: and its held-out cross-entropy estimates the BGP risk.
     log_odds: ClassVar[bool] = False
+    #: whether the attack reads a release of c copies of f(D) (composition, App. L.6) as it is;
+    #: the others run on its tiled view (:func:`bngp.attacks.composed.for_composition`).
+    reads_composed_release: ClassVar[bool] = False
 
     #: +1 if the raw statistic is used as is, -1 if it is flipped; chosen from shadow data only.
     orientation_: int = 1

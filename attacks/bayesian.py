@@ -28,6 +28,8 @@ class BayesianAttack(Attack):
 
     requires = frozenset({"population", "simulate", "membership_prior"})
     log_odds = True
+    #: one inversion block per copy of f(D) (:func:`bngp.attacks.network.block_inversion_head`).
+    reads_composed_release = True
     knowledge_statement = (
         "knows the population (one output per known individual), the membership prior and the "
         "defense as a black box it can query on datasets of its choosing (shadow releases); "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -34,6 +35,7 @@ __all__ = [
     "block_inversion_head",
     "INVERSION_GAIN",
     "ATTACKER_INITS",
+    "AttackerInit",
 ]
 
 
@@ -53,7 +55,8 @@ def attacker_widths(n_outputs: int) -> tuple[int, int]:
 #: "reconstruction": head = ridge inversion of the known population (no data needed);
 #: "shadow-ridge": head = ridge regression fitted on releases simulated against the defense;
 #: "paper": the plain network of App. L.8.
-ATTACKER_INITS = ("reconstruction", "shadow-ridge", "paper")
+AttackerInit = Literal["reconstruction", "shadow-ridge", "paper"]
+ATTACKER_INITS: tuple[str, ...] = get_args(AttackerInit)
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class AttackerSpec:
     n_outputs: int
     n_individuals: int
     widths: tuple[int, int] | None = None
-    init: str = "reconstruction"
+    init: AttackerInit = "reconstruction"
 
     def __post_init__(self) -> None:
         if self.init not in ATTACKER_INITS:

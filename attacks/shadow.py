@@ -124,7 +124,8 @@ def simulated_shadow(knowledge: AttackKnowledge, n_releases: int, seed: int) -> 
         raise InputError("`simulate` must be provided.")
     population = check_binary_panel("population", knowledge.population)
     releases, memberships = knowledge.simulate(n_releases, seed)
-    releases = check_releases(releases, population.shape[1], name="simulated releases").astype(np.float64)
+    width = population.shape[1] * knowledge.composition  # c copies of f(D) (App. L.6)
+    releases = check_releases(releases, width, name="simulated releases").astype(np.float64)
     memberships = np.asarray(memberships)
     if memberships.shape != (releases.shape[0], population.shape[0]):
         raise DataFormatError(

@@ -2,8 +2,10 @@
 
 Each base attack a = 1..m scores every individual against a release, s_a(d_k, x).  On
 ``n_stacking_releases`` releases the attacker simulates against the defense (never the
-evaluation's), the scores are centred within each release (a per-release AUC does not see a
-shift common to the release) and divided by their spread, z_a = (s_a - mean_k s_a) / sd_a,
+evaluation's), the scores are centred within each release by their mean over the known
+population (a per-release AUC does not see a shift common to the release, and a target's
+score does not depend on which other targets are scored with it) and divided by their
+spread, z_a = (s_a - mean_{k in population} s_a) / sd_a,
 and the pooled logistic regression P(b_k = 1 | x) = sigmoid(sum_a w_a z_a + c) is fitted by
 cross-entropy over all (release, individual) pairs (Wolpert 1992, stacked generalisation).
 The score is sum_a w_a z_a + c: no base attack's direction is assumed, and the combination can
@@ -17,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from .composed import for_composition
 from .base import Attack, AttackKnowledge
 from .inputs import check_binary_panel
 from .registry import attack_requirements, get_attack, register_attack
@@ -44,6 +47,8 @@ class StackedAttack(Attack):
 
     requires: ClassVar[frozenset[str]] = frozenset({"population", "simulate"})
     log_odds: ClassVar[bool] = True
+    #: it pools the scores of attacks that each read the composed release their own way.
+    reads_composed_release: ClassVar[bool] = True
     knowledge_statement: ClassVar[str] = (
         "Knows what its base attacks know and can simulate releases against the defense: combines the base "
         "attacks' scores (centred per release) by a logistic regression fitted on simulated releases; scores "
@@ -57,6 +62,7 @@ class StackedAttack(Attack):
         self.bases_: dict[str, Attack] = {}
         self.weights_: np.ndarray | None = None
         self.spread_: np.ndarray | None = None
+        self.population_: np.ndarray | None = None
 
     def use_fitted(self, attacks: dict[str, Attack]) -> "StackedAttack":
         """Pool these already fitted attacks (as well as the base ones); returns self."""
@@ -69,20 +75,27 @@ class StackedAttack(Attack):
         bases = dict(self._supplied)
         missing = [name for name in self.base if name not in bases and attack_requirements(name) <= available]
         for name, attack_seed in zip(missing, spawn_seeds(seed, len(missing) + 1)[1:]):
-            bases[name] = get_attack(name).fit(knowledge, seed=attack_seed)
+            bases[name] = for_composition(get_attack(name), knowledge.composition).fit(knowledge, seed=attack_seed)
         if not bases:
             raise InputError("the stacked attack has no base attack whose knowledge is available.")
         stacking = simulated_shadow(knowledge, self.n_stacking_releases, spawn_seeds(seed, 1)[0])
         self.bases_ = bases
+        self.population_ = np.asarray(knowledge.population)
         raw = self._centred(stacking.targets, stacking.releases)
         self.spread_ = raw.reshape(-1, raw.shape[-1]).std(axis=0) + 1e-300
         features = torch.from_numpy((raw / self.spread_).reshape(-1, raw.shape[-1]))
         self.weights_ = logistic_calibration(features, torch.from_numpy(stacking.labels.reshape(-1).astype(np.float64))).numpy()
 
+    def _base_scores(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        return np.stack([attack.score(targets, releases) for attack in self.bases_.values()], axis=-1)
+
     def _centred(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
-        """(R, n, m) base scores, each centred within its release."""
-        scores = np.stack([attack.score(targets, releases) for attack in self.bases_.values()], axis=-1)
-        return scores - scores.mean(axis=1, keepdims=True)
+        """(R, n, m) base scores, each centred by its mean over the known population on the same
+        release, so a target's score does not depend on which other targets are scored with it."""
+        population = self._base_scores(self.population_, releases)
+        same = targets.shape == self.population_.shape and np.array_equal(targets, self.population_)
+        scores = population if same else self._base_scores(targets, releases)
+        return scores - population.mean(axis=1, keepdims=True)
 
     def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
         if self.weights_ is None:

@@ -1,4 +1,4 @@
-"""Training a cross-entropy attacker H against a frozen defense (paper 003, section 3.2).
+"""Training a cross-entropy attacker H against a frozen defense (arXiv:2410.07414, section 3.2).
 
 The attacker minimises the expected cross-entropy E_{b ~ sigma, xi ~ g(.|b)} CEL(H(x), b),
 whose minimiser is the posterior P(b | x) (Lemma 3).  Used for the fresh attacker of an
@@ -9,6 +9,7 @@ and for the trainer's end-of-training check.
 from __future__ import annotations
 
 import copy
+import math
 from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from tqdm.auto import tqdm
 
 from bngp.errors import InputError
 from bngp.rng import seeded_torch
-from .network import Attacker, AttackerSpec, block_inversion_head
+from .network import ATTACKER_INITS, Attacker, AttackerInit, AttackerSpec, block_inversion_head
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
     SharedDraws,
@@ -36,14 +37,33 @@ __all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler", "prefer_p
 BatchSampler = Callable[[int], tuple[torch.Tensor, torch.Tensor]]
 
 
+def _is_integer(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class AttackerTrainingConfig:
-    """Optimiser settings of a fresh attacker.
+    """Optimiser settings of a fresh attacker (arXiv:2410.07414, section 3.2 and App. L.8).
 
     Defaults: Adam(lr 1e-3, weight decay 1e-5) with ExponentialLR(0.988) applied every
     ``decay_every`` steps (the paper's optimiser family, App. L.8; the learning rate is 10x the
-    paper's 1e-4 because the paper's rate leaves the attacker under-trained within a CPU budget,
-    see issue 6), batches of 64 fresh membership draws.
+    paper's 1e-4 because the paper's rate leaves the attacker under-trained within a CPU
+    budget), batches of 64 fresh membership draws.  Validated on construction
+    (:class:`bngp.errors.InputError` naming the field).
+
+    Attributes:
+        steps: Adam steps after the warm start (>= 0; 0 = the warm-started attacker alone).
+        batch_size: membership draws per step (>= 2, batch normalisation).
+        lr: Adam learning rate (> 0).
+        weight_decay: Adam weight decay (>= 0).
+        lr_decay: ExponentialLR factor, in (0, 1].
+        decay_every: steps between learning-rate decays (>= 1).
+        init: the attacker's initialisation, one of :data:`bngp.attacks.network.ATTACKER_INITS`
+            (used by :class:`bngp.attacks.bayesian.BayesianAttack` for its ``AttackerSpec``).
+        shadow_releases: shadow releases of the "shadow-ridge" warm start (>= 3), or None to
+            fit it to convergence (:func:`bngp.ridge.fit_converged`).
+        validation_draws: held-out simulated draws on which states are compared (>= 2).
+        validate_every: steps between validations (>= 1); the best state is kept.
     """
 
     steps: int = 1500
@@ -52,22 +72,27 @@ class AttackerTrainingConfig:
     weight_decay: float = 1e-5
     lr_decay: float = 0.988
     decay_every: int = 50
-    init: str = "shadow-ridge"
+    init: AttackerInit = "shadow-ridge"
     shadow_releases: int | None = None
     validation_draws: int = DEFAULT_VALIDATION_RELEASES
     validate_every: int = 100
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "decay_every", "validation_draws", "validate_every"):
+        minimum = {"steps": 0, "batch_size": 2, "decay_every": 1, "validation_draws": 2, "validate_every": 1}
+        for name, least in minimum.items():
             value = getattr(self, name)
-            if int(value) < (0 if name == "steps" else 1):
-                raise InputError(f"`{name}` must be >= {0 if name == 'steps' else 1}, got {value}.")
-        if self.batch_size < 2 or self.validation_draws < 2:
-            raise InputError("`batch_size` and `validation_draws` must be >= 2.")
-        if self.shadow_releases is not None and self.shadow_releases < 3:
-            raise InputError(f"`shadow_releases` must be >= 3 or None (fitted to convergence), got {self.shadow_releases}.")
-        if not (self.lr > 0 and self.weight_decay >= 0 and 0 < self.lr_decay <= 1):
-            raise InputError("`lr` must be > 0, `weight_decay` >= 0 and `lr_decay` in (0, 1].")
+            if not _is_integer(value) or value < least:
+                raise InputError(f"`{name}` must be an integer >= {least}, got {value!r}.")
+        if self.shadow_releases is not None and (not _is_integer(self.shadow_releases) or self.shadow_releases < 3):
+            raise InputError(f"`shadow_releases` must be an integer >= 3 or None (fitted to convergence), got {self.shadow_releases!r}.")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise InputError(f"`lr` must be a finite number > 0, got {self.lr!r}.")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise InputError(f"`weight_decay` must be a finite number >= 0, got {self.weight_decay!r}.")
+        if not 0 < self.lr_decay <= 1:
+            raise InputError(f"`lr_decay` must be in (0, 1], got {self.lr_decay!r}.")
+        if self.init not in ATTACKER_INITS:
+            raise InputError(f"`init` must be one of {', '.join(ATTACKER_INITS)}, got {self.init!r}.")
 
 
 def train_attacker(

@@ -36,6 +36,8 @@ _EXPORTS = {
     # game, evaluation, metrics
     "Game": "bngp.game",
     "GameConfig": "bngp.game",
+    "TrainingSummary": "bngp.game",
+    "EvaluationResult": "bngp.evaluate",
     "train_attacker": "bngp.attacks.training",
     "AttackerTrainingConfig": "bngp.attacks.training",
     "evaluate_defense": "bngp.evaluate",

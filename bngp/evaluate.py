@@ -24,6 +24,7 @@ The stacked attacker (``stacked``) is fitted last and pools every other fitted a
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 import warnings
@@ -34,6 +35,7 @@ import torch
 
 from bngp.attacks.base import Attack, attack_knowledge
 from bngp.attacks.registry import get_attack, parse_attack_names
+from bngp.attacks.composed import for_composition
 from bngp.attacks.stacking import StackedAttack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
@@ -49,9 +51,25 @@ __all__ = ["EvaluationResult", "evaluate_defense", "utility_record", "ANALYTIC_A
 ANALYTIC_ATTACKS = ("lrt", "adaptive-lrt", "optimal-lrt", "score", "homer", "reconstruction")
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class EvaluationResult:
-    """Scores and metrics of every attack against one defense."""
+    """Scores and metrics of every attack against one defense (the EVAL.json record).
+
+    Frozen: :func:`evaluate_defense` builds it once, complete.  Compared by identity (it holds
+    arrays); compare ``to_dict()`` payloads instead.
+
+    Attributes:
+        defense: the defense's description (``Defense.describe()``), with
+            ``weighted_utility_loss`` when per-attribute weights kappa were given.
+        utility_loss: mean |x - f(D)| over releases and attributes.
+        labels: memberships b of the evaluation releases, (R, K) int8.
+        scores: every attack's scores, (R, K) each, higher = more likely member.
+        attacks: every attack's metrics and description (see the module docstring, step 4).
+        seed: the evaluation seed.
+        releases: R.
+        utility: :func:`utility_record` of the releases (step 5).
+        notes: warnings about the result (an analytic attack beating the Bayesian attacker).
+    """
 
     defense: dict
     utility_loss: float
@@ -61,7 +79,18 @@ class EvaluationResult:
     seed: int
     releases: int
     utility: dict = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "notes", tuple(self.notes))
+        if set(self.scores) != set(self.attacks):
+            raise InputError("`scores` and `attacks` of an evaluation must name the same attacks.")
+        shape = np.shape(self.labels)
+        if len(shape) != 2 or shape[0] != self.releases:
+            raise InputError(f"`labels` must have shape (releases = {self.releases}, K), got {shape}.")
+        for name, scores in self.scores.items():
+            if np.shape(scores) != shape:
+                raise InputError(f"`scores` of `{name}` must have the labels' shape {shape}, got {np.shape(scores)}.")
 
     @property
     def strongest_attack(self) -> str:
@@ -69,7 +98,7 @@ class EvaluationResult:
         return max(self.attacks, key=lambda name: self.attacks[name]["auc"])
 
     def to_dict(self) -> dict:
-        """The EVAL.json payload."""
+        """The EVAL.json payload (a fresh copy: editing it leaves the record unchanged)."""
         strongest = self.strongest_attack
         analytic = [name for name in self.attacks if name in ANALYTIC_ATTACKS]
         payload = {
@@ -80,7 +109,7 @@ class EvaluationResult:
             "seed": self.seed,
             "attacks": self.attacks,
             "strongest_attack": {"name": strongest, "auc": self.attacks[strongest]["auc"]},
-            "notes": self.notes,
+            "notes": list(self.notes),
         }
         if "bayesian" in self.attacks and analytic:
             best = max(analytic, key=lambda name: self.attacks[name]["auc"])
@@ -88,7 +117,7 @@ class EvaluationResult:
                 "best_analytic": best,
                 "gap": self.attacks[best]["auc"] - self.attacks["bayesian"]["auc"],
             }
-        return payload
+        return copy.deepcopy(payload)
 
 
 def utility_record(x: np.ndarray, x_hat: np.ndarray, data_independent: np.ndarray) -> dict:
@@ -154,26 +183,23 @@ def evaluate_defense(
     deviation = np.abs(x - x_hat)
     data_independent = mechanism.statistic(torch.as_tensor(prior.marginals, dtype=torch.float32)[None]).double().numpy()[0]
     instances = attacks if isinstance(attacks, dict) else {name: get_attack(name) for name in attacks}
+    instances = {name: for_composition(attack, knowledge.composition) for name, attack in instances.items()}
     instances = dict(sorted(instances.items(), key=lambda item: isinstance(item[1], StackedAttack)))  # stacking last
-    result = EvaluationResult(
-        defense=defense.describe(),
-        utility_loss=float(deviation.mean()),
-        labels=b.astype(np.int8),
-        scores={},
-        attacks={},
-        seed=seed,
-        releases=releases,
-        utility=utility_record(x, x_hat, data_independent),
-    )
+    described = defense.describe()
     if kappa is not None:
-        result.defense["weighted_utility_loss"] = float((deviation * np.asarray(kappa)).mean())
+        weights = np.asarray(kappa, dtype=np.float64)
+        if weights.size != deviation.shape[1]:  # kappa_j of one copy of f(D) applies to every copy
+            weights = np.tile(weights, defense.composition)
+        described["weighted_utility_loss"] = float((deviation * weights).mean())
+    entries: dict[str, dict] = {}
+    all_scores: dict[str, np.ndarray] = {}
     for (name, attack), attack_seed in zip(instances.items(), attack_seeds):
         if progress:
-            print(f"[evaluate] {len(result.attacks) + 1}/{len(instances)} {name}: fitting and scoring", file=sys.stderr,
+            print(f"[evaluate] {len(entries) + 1}/{len(instances)} {name}: fitting and scoring", file=sys.stderr,
                   flush=True)
         started = time.perf_counter()
         if isinstance(attack, StackedAttack):
-            attack.use_fitted({other: instances[other] for other in result.attacks})
+            attack.use_fitted({other: instances[other] for other in entries})
         attack.fit(knowledge, seed=attack_seed)
         scores = attack.score(population.genotypes, x)
         seconds = time.perf_counter() - started
@@ -190,26 +216,43 @@ def evaluate_defense(
             entry["bgp_risk"] = bgp_risk(1.0 / (1.0 + np.exp(-scores)), b)
             entry["prior_entropy"] = float(np.mean(binary_entropy(prior.marginals)))
         details = attack.describe()
-        for key in ("fit", "learning_curve", "weights"):
+        for key in ("fit", "learning_curve", "weights", "release_view"):
             if key in details:
                 entry[key] = details[key]
         note = getattr(attack, "orientation_note_", None)
         if note:
             entry["orientation_note"] = note
-        result.attacks[name] = entry
-        result.scores[name] = scores
+        entries[name] = entry
+        all_scores[name] = scores
         if progress:
             print(f"[evaluate] {name}: AUC {entry['auc']:.4f} ({seconds:.1f} s)", file=sys.stderr, flush=True)
-    if "bayesian" in result.attacks:
-        analytic = [name for name in result.attacks if name in ANALYTIC_ATTACKS]
-        if analytic:
-            best = max(analytic, key=lambda name: result.attacks[name]["auc"])
-            gap = result.attacks[best]["auc"] - result.attacks["bayesian"]["auc"]
-            if gap > 0:
-                message = (
-                    f"attack gap: `{best}` (AUC {result.attacks[best]['auc']:.3f}) beats the Bayesian attacker "
-                    f"(AUC {result.attacks['bayesian']['auc']:.3f}) by {gap:.3f}; the privacy result is the strongest attack's"
-                )
-                result.notes.append(message)
-                warnings.warn(message, stacklevel=2)
-    return result
+    return EvaluationResult(
+        defense=described,
+        utility_loss=float(deviation.mean()),
+        labels=b.astype(np.int8),
+        scores=all_scores,
+        attacks=entries,
+        seed=seed,
+        releases=releases,
+        utility=utility_record(x, x_hat, data_independent),
+        notes=_attack_gap_notes(entries),
+    )
+
+
+def _attack_gap_notes(entries: dict[str, dict]) -> tuple[str, ...]:
+    """A note (and a warning) when an analytic attack beats the Bayesian attacker: the Bayesian
+    attacker approximates the posterior, the optimal attack (arXiv:2410.07414, Lemma 3), so a
+    stronger analytic attack means it is under-trained; the privacy result is the strongest attack's."""
+    analytic = [name for name in entries if name in ANALYTIC_ATTACKS]
+    if "bayesian" not in entries or not analytic:
+        return ()
+    best = max(analytic, key=lambda name: entries[name]["auc"])
+    gap = entries[best]["auc"] - entries["bayesian"]["auc"]
+    if gap <= 0:
+        return ()
+    message = (
+        f"attack gap: `{best}` (AUC {entries[best]['auc']:.3f}) beats the Bayesian attacker "
+        f"(AUC {entries['bayesian']['auc']:.3f}) by {gap:.3f}; the privacy result is the strongest attack's"
+    )
+    warnings.warn(message, stacklevel=3)
+    return (message,)

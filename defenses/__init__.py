@@ -43,7 +43,7 @@ from .calibration import (
     linf_epsilon,
     linf_scale,
 )
-from . import specs  # noqa: F401  (registers the DP mechanisms' SPECs)
+from .specs import DP_SPECS  # importing it registers the DP mechanisms' SPECs
 from .trained import TrainedDefense, load_run_defense
 from .matched_run import MatchedDefense, matched_to_run
 from .matched import (
@@ -58,6 +58,7 @@ from .matched import (
 )
 
 __all__ = [
+    "DP_SPECS",
     "TrainedDefense",
     "MatchedDefense",
     "matched_to_run",

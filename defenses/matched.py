@@ -1,6 +1,6 @@
 """Matched utility: a DP mechanism with the same expected utility loss as a trained defender.
 
-Paper 003, Fig. 2f and App. L.3: the defender's loss is v(s, b) + sum_j kappa_j |delta_j|; the
+arXiv:2410.07414, Fig. 2f and App. L.3: the defender's loss is v(s, b) + sum_j kappa_j |delta_j|; the
 Bayesian defender reached an average utility loss of 1e-4, and the comparison Laplace mechanism
 is calibrated to the same expected |noise|: scale b = 1e-4, so eps = (|Q|/n) / b =
 12.5 / 1e-4 = 1.25e5.
@@ -36,6 +36,23 @@ Two loss models:
     with different x_hat.  The scale is found by Brent's method on a checked bracket; the
     loss is increasing in the scale with supremum 1/2, so targets must lie in (0, 1/2).
 
+Composition (arXiv:2410.07414, App. L.6).  A defender trained after m fixed Gaussian mechanisms
+releases c = m + 1 copies of f(D), x = [f(D) + N(0, s_1^2), ..., f(D) + N(0, s_m^2), f(D) + G(b, r)]
+(c |Q| outputs).  The mechanism matched to it releases the same c |Q| outputs, with i.i.d. noise
+of one scale on all of them (one mechanism on the concatenated statistic), and U is measured
+over all c |Q| columns with weights that give every copy of attribute j the defender's kappa_j:
+
+    w_(i, j) = kappa_j / (c sum_l kappa_l)         (block i = 1..c, attribute j)
+
+(:func:`release_weights`; uniform 1/(c |Q|) for a scalar kappa, i.e. the plain mean |x - x_hat|
+over the whole release, the measure ``bngp evaluate`` reports).  The trained defender's kappa
+weighs its learned block only in training; the fixed blocks release the same attributes, so the
+value of attribute j is taken to be the same in every copy, and the copies weigh equally.  Its
+eps is stated for the sensitivity of the concatenated statistic,
+:func:`bngp.defenses.sensitivity.composed_sensitivity`: c Delta_1 (l1), sqrt(c) Delta_2 (l2),
+Delta_inf (l-inf), and the l-inf K-norm law lives in dimension d = c |Q|.  c = 1 is the
+uncomposed case above, unchanged.
+
 Randomized response is not matched here (its noise is not an additive scale family).
 """
 
@@ -59,12 +76,13 @@ from .dp import (
     laplace_epsilon,
     linf_epsilon,
 )
-from .sensitivity import Sensitivity
+from .sensitivity import Sensitivity, composed_sensitivity
 
 __all__ = [
     "MATCHABLE",
     "LOSS_MODELS",
     "attribute_weights",
+    "release_weights",
     "utility_loss",
     "expected_abs_noise",
     "scale_for_expected_abs_noise",
@@ -121,6 +139,22 @@ def attribute_weights(kappa: float | np.ndarray | None, n_attributes: int) -> np
     if total <= 0:
         raise InputError("`kappa` must have a positive sum.")
     return values / total
+
+
+def release_weights(kappa: float | np.ndarray | None, n_attributes: int, composition: int = 1) -> np.ndarray:
+    """Weights of the c |Q| columns of a release of c = ``composition`` copies of f(D) (module
+    docstring): w_(i, j) = kappa_j / (c sum_l kappa_l), every copy weighing attribute j alike.
+
+    Args:
+        kappa: None, a scalar > 0 or a (|Q|,) array, as for :func:`attribute_weights`.
+        n_attributes: |Q|, the attributes of one copy.
+        composition: c >= 1.
+
+    Returns:
+        (c |Q|,) float64 weights summing to 1; c = 1 gives :func:`attribute_weights`.
+    """
+    composition = check_positive_int("composition", composition)
+    return np.tile(attribute_weights(kappa, n_attributes), composition) / composition
 
 
 def utility_loss(deviation: np.ndarray, kappa: float | np.ndarray | None = None) -> float:
@@ -269,7 +303,10 @@ class MatchedCalibration:
         scale: b, sigma or a.
         epsilon: the mechanism's eps for ``sensitivity`` (at ``delta`` for the Gaussian).
         delta: the Gaussian's delta (0 for the pure-DP mechanisms).
-        sensitivity: the sensitivity the eps is stated for.
+        sensitivity: the sensitivity the eps is stated for: that of the released statistic, the
+            concatenation of ``composition`` copies of f(D) (:func:`composed_sensitivity`).
+        composition: c, the copies of f(D) the mechanism perturbs (1: the plain release).
+        copy_sensitivity: the sensitivity of one copy f(D) (``sensitivity`` when c = 1).
     """
 
     kind: str
@@ -279,17 +316,25 @@ class MatchedCalibration:
     epsilon: float
     delta: float
     sensitivity: Sensitivity
+    composition: int = 1
+    copy_sensitivity: Sensitivity | None = None
 
     def defense(self, sampler: str = "torch") -> LaplaceDefense | GaussianDefense | LinfKNormDefense:
-        """The calibrated defense."""
+        """The calibrated defense; for c > 1 it perturbs c copies of f(D) (its ``composition``),
+        with noise of this scale on all c |Q| outputs and its guarantee stated for the
+        concatenated statistic."""
         if self.kind == "laplace":
-            return LaplaceDefense(self.scale, self.sensitivity, sampler=sampler)
-        if self.kind == "gaussian":
-            return GaussianDefense(self.scale, self.sensitivity, delta=self.delta, sampler=sampler)
-        return LinfKNormDefense(self.scale, self.sensitivity, sampler=sampler)
+            defense = LaplaceDefense(self.scale, self.sensitivity, sampler=sampler)
+        elif self.kind == "gaussian":
+            defense = GaussianDefense(self.scale, self.sensitivity, delta=self.delta, sampler=sampler)
+        else:
+            defense = LinfKNormDefense(self.scale, self.sensitivity, sampler=sampler)
+        if self.composition != 1:
+            defense.composition = self.composition  # the DP noise is shaped like x_hat: any width
+        return defense
 
     def to_dict(self) -> dict:
-        return {
+        record = {
             "kind": self.kind,
             "target_loss": self.target_loss,
             "loss_model": self.loss_model,
@@ -300,6 +345,10 @@ class MatchedCalibration:
             "norm": self.sensitivity.norm,
             "neighbouring": self.sensitivity.neighbouring,
         }
+        if self.composition != 1:
+            record["composition"] = self.composition
+            record["copy_sensitivity"] = (self.copy_sensitivity or self.sensitivity).value
+        return record
 
 
 def match_utility(
@@ -311,12 +360,19 @@ def match_utility(
     x_hat: np.ndarray | None = None,
     kappa: float | np.ndarray | None = None,
     n_attributes: int | None = None,
+    composition: int = 1,
 ) -> MatchedCalibration:
     """Calibrate ``kind`` to the utility loss ``target_loss`` and report its eps.
 
     With ``x_hat`` None the "noise" model is used (E|xi_j| = target; ``kappa`` does not change
     it, and ``n_attributes`` is required for linf); with ``x_hat`` the realised "clipped" loss on
     those statistics, kappa-weighted, is matched.
+
+    With ``composition`` c > 1 the mechanism perturbs c copies of f(D) (module docstring):
+    ``sensitivity`` is that of one copy f(D) and eps is stated for :func:`composed_sensitivity`;
+    ``x_hat`` has c |Q| columns (c copies), ``kappa`` is per attribute (|Q|,) or a scalar and
+    weighs the columns by :func:`release_weights`; ``n_attributes`` is |Q| of one copy, the
+    l-inf noise dimension being c |Q|.  c = 1 is exactly the uncomposed calibration.
 
     >>> from bngp.defenses.sensitivity import paper_sensitivity
     >>> match_utility("laplace", 1e-4, paper_sensitivity("l1", 5000, 400)).epsilon  # App. L.3
@@ -329,14 +385,25 @@ def match_utility(
         delta = check_delta(delta, allow_zero=False)
     elif delta is not None:
         raise InputError(f"`delta` applies to the Gaussian mechanism only, not `{kind}`.")
+    composition = check_positive_int("composition", composition)
     if x_hat is None:
         if kappa is not None:  # checked although E|xi_j| does not depend on the weights
             attribute_weights(kappa, n_attributes if n_attributes is not None else np.size(kappa))
-        scale = scale_for_expected_abs_noise(kind, target_loss, n_attributes)
+        dimension = None if n_attributes is None else composition * check_positive_int("n_attributes", n_attributes)
+        scale = scale_for_expected_abs_noise(kind, target_loss, dimension)
         model = "noise"
     else:
-        scale = scale_for_clipped_loss(kind, target_loss, x_hat, kappa)
+        weights = kappa
+        if composition != 1:
+            width = np.shape(x_hat)[-1]
+            if width % composition:
+                raise InputError(f"`x_hat` must have a multiple of composition = {composition} columns, got {width}.")
+            weights = release_weights(kappa, width // composition, composition)
+        scale = scale_for_clipped_loss(kind, target_loss, x_hat, weights)
         model = "clipped"
-    epsilon = _epsilon_for_scale(kind, scale, sensitivity, delta)
+    released = composed_sensitivity(sensitivity, composition)
+    epsilon = _epsilon_for_scale(kind, scale, released, delta)
     delta_value = 0.0 if delta is None else delta
-    return MatchedCalibration(kind, float(target_loss), model, scale, epsilon, delta_value, sensitivity)
+    return MatchedCalibration(
+        kind, float(target_loss), model, scale, epsilon, delta_value, released, composition, sensitivity
+    )

@@ -37,6 +37,19 @@ The paper's bound dominates both population bounds (H <= |Q|), so switching to `
 or ``add-remove`` can only lower the noise for the same epsilon.  All bounds assume datasets
 of ``n`` = ``n_members`` members (for add/remove: the larger of the two neighbours has at
 least n members).
+
+Composition (arXiv:2410.07414, section 4.4 / Theorem 5 and App. L.6).  A defense that perturbs
+c copies of the statistic (a defender trained after m = c - 1 fixed Gaussian mechanisms, or a
+DP mechanism matched to it) releases F(D) = [f(D), ..., f(D)], one mechanism on the
+concatenated statistic, whose change between neighbours is c copies of the change of f(D):
+
+    ||F(D) - F(D')||_1 = c ||f(D) - f(D')||_1,   ||.||_2 = sqrt(c) ||.||_2,   ||.||_inf = ||.||_inf,
+
+so :func:`composed_sensitivity` gives c Delta_1, sqrt(c) Delta_2 and Delta_inf (and c L bits for
+hamming: each of the c copies randomizes the same L differing bits).  Noise of one scale on all
+c |Q| outputs calibrated to these is exactly the c-fold composition of the per-copy mechanism:
+Laplace c eps, Gaussian sqrt(c) mu-GDP (Dong, Roth & Su 2022, composition of GDP), l-inf unchanged
+in eps (its noise dimension grows to c |Q| instead).
 """
 
 from __future__ import annotations
@@ -55,6 +68,7 @@ __all__ = [
     "CONVENTIONS",
     "DEFAULT_SENSITIVITY",
     "Sensitivity",
+    "composed_sensitivity",
     "max_pairwise_hamming",
     "paper_sensitivity",
     "population_sensitivity",
@@ -97,6 +111,24 @@ class Sensitivity:
             raise InputError(f"`neighbouring` must be 'replace' or 'add-remove', got {self.neighbouring!r}.")
         if self.source not in ("paper", "population", "user"):
             raise InputError(f"`source` must be 'paper', 'population' or 'user', got {self.source!r}.")
+
+
+def composed_sensitivity(sensitivity: Sensitivity, composition: int) -> Sensitivity:
+    """The sensitivity of F(D) = [f(D), ..., f(D)] (``composition`` = c copies) from that of f(D).
+
+    l1: c Delta_1; l2: sqrt(c) Delta_2; l-inf: Delta_inf; hamming: c L (module docstring).  The
+    norm, neighbouring relation and source are those of ``sensitivity``; c = 1 returns it unchanged.
+
+    >>> composed_sensitivity(paper_sensitivity("l1", 5000, 400), 5).value  # 5 x 12.5
+    62.5
+    >>> composed_sensitivity(paper_sensitivity("l2", 100, 10), 4).value  # sqrt(4) x sqrt(100) / 10
+    2.0
+    """
+    composition = check_positive_int("composition", composition)
+    if composition == 1:
+        return sensitivity
+    factor = {"l1": composition, "l2": math.sqrt(composition), "linf": 1.0, "hamming": composition}[sensitivity.norm]
+    return Sensitivity(sensitivity.value * factor, sensitivity.norm, sensitivity.neighbouring, sensitivity.source)
 
 
 def max_pairwise_hamming(genotypes: np.ndarray, *, chunk_rows: int = 1024) -> int:

@@ -10,7 +10,10 @@ from .dp import DEFAULT_SAMPLER, check_sampler, GaussianDefense, LaplaceDefense,
 from .registry import DefenseContext, float_param, register_defense
 from .sensitivity import DEFAULT_SENSITIVITY, Sensitivity, resolve_sensitivity
 
-__all__: list[str] = []
+__all__ = ["DP_SPECS"]
+
+#: the SPEC names registered here.
+DP_SPECS = ("laplace", "gaussian", "linf", "rr")
 
 
 def _check_keys(params: dict[str, str], allowed: tuple[str, ...], name: str) -> None:

@@ -1,11 +1,11 @@
-"""Attack strength (issue 6): every attack, reconstruction vs the default Bayesian attacker, with wall times.
+"""Attack strength: every attack, reconstruction vs the default Bayesian attacker, with wall times.
 
 Against no defense and against Laplace noise of mean magnitude 0.01 (``laplace:scale=0.01``,
 E|xi_j| = b = 0.01), every attack whose knowledge the evaluation can provide is fitted and
-scored on the same evaluation releases, with the wall time of each (fit + score).  At paper
-scale (K 800, N 400, |Q| 5000) the question is whether least-squares reconstruction from the
-known population beats the default Bayesian attacker (1500 training steps).  The paper
-reports no numbers for this comparison.
+scored on the same evaluation releases, with the wall time of each (fit + score).  At the
+paper's scale (K 800, N 400, |Q| 5000; arXiv:2410.07414, App. L) the question is whether
+least-squares reconstruction from the known population beats the default Bayesian attacker
+(1500 training steps).  The paper reports no numbers for this comparison.
 
 Usage: python experiments/attack_strength.py --scale small|paper [--steps S] [--out DIR] [--seed S] [--threads T]
 """

@@ -1,6 +1,6 @@
 """Benchmark: scoring many targets against a batch of releases with the LRT and score attacks.
 
-Issue 3 acceptance: scoring 2,500 targets against 100 releases of 100,000 SNVs (``lrt`` and
+Acceptance target: scoring 2,500 targets against 100 releases of 100,000 SNVs (``lrt`` and
 ``score``) runs within 2 GiB of memory and reports throughput as a ratio to the machine's
 float32 matrix-multiplication throughput measured in the same run (target >= 0.5).
 

@@ -1,6 +1,6 @@
 """Benchmark: the many-run Clopper-Pearson bound over every distinct threshold of 1e6 scores.
 
-Issue 5 acceptance: ``bngp.audit.many_run_audit`` (Bonferroni strategy, every distinct score a
+Acceptance target: ``bngp.audit.many_run_audit`` (Bonferroni strategy, every distinct score a
 threshold) on 1,000,000 scores takes under 2 seconds.  The timing is reported together with
 a reference measured in the same run on the same scores, a plain ``np.sort`` (and
 ``np.argsort``, which the audit performs once), as a ratio.  The GDP audit and a signal-free

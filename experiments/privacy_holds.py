@@ -57,6 +57,7 @@ def _evaluate(population, prior, defense, seed: int) -> dict:
 
 def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> dict:
     from bngp import GameConfig, Game, UniformSubsetPrior, simulate_genome
+    from bngp.game import SUMMARY_FILE, TrainingSummary
     from bngp.errors import BNGPError
     from bngp.run_dir import verify_run
     from bngp.defenses import load_run_defense
@@ -73,7 +74,7 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> d
     except BNGPError:
         reused = False
     if reused:
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = TrainingSummary.load(run_dir / SUMMARY_FILE)
     else:
         summary = Game(population, prior, config).train(run_dir, force=True, progress=False)
     train_seconds = time.perf_counter() - train_started
@@ -83,8 +84,8 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> d
         "seed": seed,
         "config": config.to_dict(),
         "train_seconds": None if reused else train_seconds,
-        "selected": summary.get("selected"),
-        "exploitability": summary.get("exploitability"),
+        "selected": summary.selected,
+        "exploitability": None if summary.exploitability is None else summary.exploitability.to_dict(),
         "bngp": bngp,
         "matched_laplace": laplace,
         "wall_seconds": time.perf_counter() - started,

@@ -1,11 +1,11 @@
-"""Table 3 (paper 003, App. L.9; Figs. 1a, 2a-c): attackers' AUC against BNGP defenders at kappa = 0, 1.5, 50.
+"""Table 3 (arXiv:2410.07414, App. L.9; Figs. 1a, 2a-c): attackers' AUC against BNGP defenders at kappa = 0, 1.5, 50.
 
 For each kappa a defender G is trained in the BNGP game (preference objective
 PrivacyL + kappa UtilityL against the cross-entropy attacker, section 3.3) and frozen.  The
 frozen defender is then attacked by a fresh Bayesian attacker trained on shadow releases
 (BNGP(A)), the fixed-threshold LRT, the adaptive-threshold LRT (App. M), and least-squares
-reconstruction from the known population, the strongest analytic attack (issue 6), which the
-paper does not evaluate.  Utility loss = mean |x - f(D)|.
+reconstruction from the known population, the strongest analytic attack (``attack_strength.py``),
+which the paper does not evaluate.  Utility loss = mean |x - f(D)|.
 
 Usage: python experiments/table3_kappa.py --scale small|paper [--steps S] [--out DIR] [--seed S] [--threads T]
 """

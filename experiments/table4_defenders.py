@@ -1,4 +1,4 @@
-"""Table 4, Figs. 1b-1c (paper 003, App. L.9): the Bayesian attacker against BNGP, best-response and DP defenders.
+"""Table 4, Figs. 1b-1c (arXiv:2410.07414, App. L.9): the Bayesian attacker against BNGP, best-response and DP defenders.
 
 At kappa = 1.5: the BNGP defender (trained against the Bayesian attacker), the best responses
 to the fixed-threshold LRT and to the adaptive-threshold LRT (App. M, relaxed by a sigmoid,

@@ -1,4 +1,4 @@
-"""Table 5, Fig. 1i (paper 003, App. L.6 and L.9): a composition of five mechanisms under the BGBP constraint vs one mechanism.
+"""Table 5, Fig. 1i (arXiv:2410.07414, App. L.6 and L.9): a composition of five mechanisms under the BGBP constraint vs one mechanism.
 
 For each eps: four fixed Gaussian mechanisms N(0, C/eps^2) on the allele frequencies, composed
 with a fifth whose noise a BNGP defender learns under the BGBP response constraint

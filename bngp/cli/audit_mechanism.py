@@ -8,6 +8,11 @@ AUDIT.json has ``epsilon_lb`` with the defense's claimed guarantee next to it
 (``claimed_epsilon``, ``claimed_delta``, ``bound_exceeds_claim``), the method's records, the
 design, the attack with its knowledge statement and the seeds (same seed -> same file).  Bad
 input gives a one-line error and exit code 2 before anything is written.
+
+A defense that perturbs c > 1 copies of f(D) (``run:RUN_DIR`` of a run trained with
+``--compose``, or ``matched-*:run=RUN_DIR`` of one; arXiv:2410.07414, App. L.6) is audited on its
+whole release of c |Q| outputs; ``design.composition`` and ``design.release_outputs`` record it,
+and a matched defense's claimed eps is that of the concatenated statistic.
 """
 
 from __future__ import annotations

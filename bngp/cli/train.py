@@ -90,22 +90,22 @@ def run(args: argparse.Namespace) -> int:
     )
     game = Game(population, prior, config)
     summary = game.train(args.out, resume=args.resume, force=args.force, progress=not args.quiet)
-    final = summary["selected"] or summary["final"]
     report = {
         "run": args.out,
-        "steps": summary["steps"],
-        "selected_step": summary["selected"]["step"] if summary["selected"] else None,
-        "in_game_attacker_auc": final.get("heldout_auc"),
-        "utility_loss": final.get("heldout_utility_loss"),
-        "fresh_attacker_auc": summary.get("fresh_attacker_check", {}).get("auc"),
-        "strongest_fresh_auc": summary.get("exploitability", {}).get("strongest_fresh_auc"),
-        "collapse_warning": summary["collapse"]["warning"],
+        "steps": summary.steps,
+        "selected_step": summary.selected["step"] if summary.selected else None,
+        "in_game_attacker_auc": summary.in_game_auc,
+        "utility_loss": summary.utility_loss,
+        "fresh_attacker_auc": summary.fresh_attacker_auc,
+        "strongest_fresh_auc": summary.strongest_fresh_auc,
+        "collapse_warning": summary.collapse.warning,
     }
     if config.fixed_gaussian_sigmas:
         report["composed_gaussian_sigmas"] = list(config.fixed_gaussian_sigmas)
-    if "bgbp" in summary:
-        report["bgbp_epsilon"] = summary["bgbp"]["epsilon"]
-        report["implied_epsilon"] = summary["bgbp"]["implied_epsilon"]
-        report["dp_bound_violation_rate"] = summary.get("fresh_attacker_check", {}).get("dp_bound_violation_rate")
+    if summary.bgbp is not None:
+        report["bgbp_epsilon"] = summary.bgbp.epsilon
+        report["implied_epsilon"] = summary.bgbp.implied_epsilon
+        check = summary.fresh_attacker_check or {}
+        report["dp_bound_violation_rate"] = check.get("dp_bound_violation_rate")
     print(json.dumps(report, indent=2))
     return 0

@@ -4,9 +4,11 @@
 * :mod:`~bngp.game.objectives`: leakage, utility, budgets, the BGBP constraint DPH^eps.
 * :mod:`~bngp.game.best_response`: defenders' losses against a fixed differentiable attack (App. M).
 * :mod:`~bngp.game.trainer`: :class:`Game`, the general-sum GAN trainer.
+* :mod:`~bngp.game.summary`: :class:`TrainingSummary`, the frozen record of a run (``summary.json``).
 """
 
 from .config import CHECKPOINT_FILE, CONFIG_FILE, KAPPA_MAX, OBJECTIVES, SUMMARY_FILE, GameConfig
+from .summary import TrainingSummary
 from .trainer import Game
 
-__all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig"]
+__all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig", "TrainingSummary"]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
 from bngp.errors import InputError
+
+if TYPE_CHECKING:
+    from bngp.attacks.network import AttackerInit
 
 __all__ = [
     "GameConfig",
@@ -108,7 +111,7 @@ class GameConfig:
     weight_decay: float = 1e-5
     lr_decay: float = 0.988
     decay_every: int = 50
-    attacker_init: str = "reconstruction"
+    attacker_init: AttackerInit = "reconstruction"
     defender_skip: bool = False
     defender_shrink: bool = True
     defender_full_rank_noise: bool = True

@@ -55,6 +55,7 @@ from bngp.rng import named_seeds, seeded_torch, spawn_seeds, torch_generator
 
 from . import objectives
 from .config import CHECKPOINT_FILE, CONFIG_FILE, REFIT_VALIDATION_DRAWS, SUMMARY_FILE, GameConfig
+from .summary import BgbpRecord, BudgetRecord, CollapseReport, Exploitability, TrainingSummary
 
 __all__ = ["Game", "SEED_STREAMS"]
 
@@ -384,7 +385,7 @@ class Game:
             self.best = (float(payload["best_score"]), int(payload["best_step"]), payload["best_defender"])
 
     # -- the loop ---------------------------------------------------------------------------
-    def train(self, run_dir: str | Path, *, resume: bool = False, force: bool = False, progress: bool = True) -> dict:
+    def train(self, run_dir: str | Path, *, resume: bool = False, force: bool = False, progress: bool = True) -> TrainingSummary:
         """Train to ``config.steps`` defender steps, writing the run directory as a transaction.
 
         The run is written in ``RUN_DIR.incomplete`` and moved to RUN_DIR only when complete,
@@ -394,7 +395,8 @@ class Game:
         training evaluation, ``selected`` the restored best state of ``GameConfig.select_defender``
         with its held-out evaluation).  An existing RUN_DIR is replaced only with ``force``;
         ``resume`` continues an interrupted (or complete) run from its last checkpoint.
-        Returns the summary.
+        Returns the summary (:class:`bngp.game.summary.TrainingSummary`, whose ``to_dict()``
+        is ``summary.json``).
         """
         from torch.utils.tensorboard import SummaryWriter
 
@@ -531,7 +533,7 @@ class Game:
 
         return sample
 
-    def _finish(self, run_dir: Path, writer: Any, progress: bool, selection: dict[str, Any] | None) -> dict:
+    def _finish(self, run_dir: Path, writer: Any, progress: bool, selection: dict[str, Any] | None) -> TrainingSummary:
         self.defender.eval()
         save_defender(
             run_dir / DEFENDER_FILE,
@@ -543,65 +545,69 @@ class Game:
         )
         last = self.history.rows[-1] if self.history.rows else {}
         delivered = selection if selection is not None else last
-        summary: dict[str, Any] = {
-            "steps": self.step,
-            "against": self.config.against if self.opponent is None else self.opponent.describe(),
-            "final": last,
-            "selected": selection,
-            "collapse": {
-                "events": self.history.collapse_events,
-                "evaluations": len(self.history.rows),
-                "warning": None,
-            },
-            "history": self.history.rows,
-        }
+        budget = None
         if self.config.objective != "preference" and selection is not None:
             measured = selection["heldout_utility_loss" if self.config.objective == "utility-budget" else "heldout_privacy_loss"]
             met = measured <= self.config.budget * 1.02 + 1e-12
-            summary["budget"] = {"objective": self.config.objective, "budget": self.config.budget,
-                                 "kept_state_value": measured, "met": bool(met)}
+            message = None
             if not met:
                 message = (f"no defender state met the {self.config.objective} {self.config.budget:g} on held-out draws; "
                            f"the one kept misses it least ({measured:.4g})")
-                summary["budget"]["warning"] = message
                 warnings.warn(message, stacklevel=2)
+            budget = BudgetRecord(self.config.objective, self.config.budget, measured, bool(met), message)
+        bgbp = None
         if self.config.dp_epsilon is not None:
-            summary["bgbp"] = {
-                "epsilon": self.config.dp_epsilon,
-                "theta_max": float(np.max(self.theta)),
-                "implied_epsilon": self.implied_dp_epsilon(),
-                "statement": "if the attacker's best response satisfies DPH^eps, the mechanism is "
+            bgbp = BgbpRecord(
+                epsilon=self.config.dp_epsilon,
+                theta_max=float(np.max(self.theta)),
+                implied_epsilon=self.implied_dp_epsilon(),
+                statement="if the attacker's best response satisfies DPH^eps, the mechanism is "
                 "eps_hat-DP with eps_hat = log(1 + (e^eps - 1) / theta*) (Prop. 10); the penalty "
                 "enforces DPH^eps on the trained attacker only, so check dp_bound_violation_rate",
-            }
+            )
+        check = exploitability = None
         if self.config.fresh_check_steps > 0:
             check = self.fresh_attacker_check(self.config.fresh_check_steps, self.seeds["fresh-check"], progress)
-            summary["fresh_attacker_check"] = check
             writer.add_scalar("final/fresh_attacker_auc", check["auc"], self.step)
             writer.add_scalar("final/strongest_fresh_auc", check["strongest_auc"], self.step)
             in_game = delivered.get("heldout_auc", check["strongest_auc"])
-            summary["exploitability"] = {
-                "in_game_auc": in_game,
-                "strongest_fresh_auc": check["strongest_auc"],
-                "gap": check["strongest_auc"] - in_game,
-                "statement": "AUC of the strongest attacker fitted to convergence against the final defender "
+            gap = check["strongest_auc"] - in_game
+            exploitability = Exploitability(
+                in_game_auc=in_game,
+                strongest_fresh_auc=check["strongest_auc"],
+                gap=gap,
+                statement="AUC of the strongest attacker fitted to convergence against the final defender "
                 "(fresh Bayesian network, converged ridge, converged whitened discriminant) next to the "
                 "in-game attacker's; the former is the defender's privacy",
-            }
-            gap = check["strongest_auc"] - in_game
+            )
             if gap > 0.05:
                 message = (
                     f"a fresh attacker reaches AUC {check['strongest_auc']:.3f} against the trained defender, "
                     f"{gap:.3f} above the in-game attacker: the defender fools its own attacker only; "
                     "train with more attacker steps per defender step or more frequent attacker refits"
                 )
-                summary["fresh_attacker_check"]["warning"] = message
+                check["warning"] = message
                 warnings.warn(message, stacklevel=2)
+        collapse_warning = None
         if self.history.collapse_events:
-            summary["collapse"]["warning"] = (
+            collapse_warning = (
                 f"the in-game attacker's outputs sat at the prior in {self.history.collapse_events} of "
                 f"{len(self.history.rows)} evaluations (attacker collapse or a perfect defense; the "
                 "fresh-attacker check tells which)"
             )
-        write_json(run_dir / SUMMARY_FILE, summary)
+        summary = TrainingSummary(
+            steps=self.step,
+            against=self.config.against if self.opponent is None else self.opponent.describe(),
+            final=last,
+            selected=selection,
+            collapse=CollapseReport(self.history.collapse_events, len(self.history.rows), collapse_warning),
+            history=tuple(self.history.rows),
+            budget=budget,
+            bgbp=bgbp,
+            fresh_attacker_check=check,
+            exploitability=exploitability,
+            seed=self.config.seed,
+            seeds=self.seeds,
+        )
+        write_json(run_dir / SUMMARY_FILE, summary.to_dict())
         return summary

@@ -13,9 +13,14 @@ S in {0, 1}^m) and the rest of the dataset is filled from the pool:
   S_i adds or removes canary i.  Calibrations that hold for datasets of at least n members
   (defenses.sensitivity) cover this.
 
-The release is x = clip(f(D) + xi, 0, 1) from the defense; the attack, fitted beforehand on
-shadow releases it simulates itself (with the audit's own design and fresh seeds), scores
-every canary against every release, higher = member.
+The release is x = clip(f(D) + xi, 0, 1) from the defense (for a defense that perturbs c > 1
+copies of f(D), arXiv:2410.07414 App. L.6, the c |Q| outputs of all of them, built by
+:func:`bngp.release.sampling.release_mechanism`); the attack, fitted beforehand on shadow
+releases it simulates itself (with the audit's own design and fresh seeds), scores every canary
+against every release, higher = member (on the tiled view of a composed release,
+:class:`bngp.attacks.composed.TiledAttack`).  Each canary's inclusion changes all c
+copies at once, so the bound is one on the eps of the whole composed release, the mechanism a
+matched DP defense's guarantee is stated for.
 
 Bounds.
 
@@ -187,6 +192,8 @@ def _experiment(
     design = {
         "individuals": n_individuals,
         "attributes": population.n_attributes,
+        "composition": defense.composition,
+        "release_outputs": mechanism.n_outputs,
         "canaries": m,
         "canary_ids": population.ids[canary_index].tolist(),
         "members": members,

@@ -9,19 +9,26 @@ attack never sees (nor regenerates) the audited releases.
 from __future__ import annotations
 
 import sys
-
 from typing import Any
 
 import numpy as np
 
 from bngp.attacks.base import Attack, AttackKnowledge
+from bngp.attacks.composed import for_composition
 from bngp.attacks.registry import get_attack
 from bngp.audit.inputs import check_delta
 from bngp.errors import DataFormatError, InputError
 from bngp.rng import resolve_seed, spawn_seeds
 from bngp.defenses.base import Defense
 
-__all__ = ["SEED_STREAMS", "audit_seeds", "fit_attack", "attack_record", "resolve_delta", "check_scores"]
+__all__ = [
+    "SEED_STREAMS",
+    "audit_seeds",
+    "fit_attack",
+    "attack_record",
+    "resolve_delta",
+    "check_scores",
+]
 
 #: the independent random streams of an audit, in the order they are derived.
 SEED_STREAMS = ("design", "release", "attack", "ties", "generator")
@@ -40,11 +47,14 @@ def audit_seeds(seed: int | None) -> tuple[int, dict[str, int]]:
 def fit_attack(attack: str | Attack, knowledge: AttackKnowledge, seed: int, progress: bool = False) -> Attack:
     """Instantiate ``attack`` (a registry name) if needed and fit it on ``knowledge`` only; with
     ``progress``, a line on stderr once the attack's knowledge is known to be there (so that a bad
-    input still gives exactly one line, the error)."""
+    input still gives exactly one line, the error).  For a release of ``knowledge.composition`` > 1
+    copies of f(D), an attack that does not read composed releases natively is run on the tiled view
+    (:func:`bngp.attacks.composed.for_composition`)."""
     if isinstance(attack, str):
         attack = get_attack(attack)
     elif not isinstance(attack, Attack):
         raise InputError(f"`attack` must be an attack name or an Attack, got {type(attack).__name__}.")
+    attack = for_composition(attack, knowledge.composition)
     attack.check_knowledge(knowledge)
     if progress:
         print(f"[audit-mechanism] releases drawn; fitting and scoring attack `{attack.name}`", file=sys.stderr, flush=True)

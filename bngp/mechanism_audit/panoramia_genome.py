@@ -1,7 +1,7 @@
 """PANORAMIA for genomic releases: generated non-members instead of retraining.
 
 PANORAMIA (Kazmi, Lautraite, Akbari et al., "PANORAMIA: Privacy Auditing of Machine Learning
-Models without Retraining", papers 000/001) audits one trained model with real members and
+Models without Retraining", arXiv:2402.09477) audits one trained model with real members and
 non-members produced by a generator.  Here the "model" is one release x = clip(f(D) + xi, 0, 1)
 of the allele frequencies of a dataset D of n individuals drawn uniformly from the population
 (the prior the defenses are built for), and:
@@ -10,7 +10,7 @@ of the allele frequencies of a dataset D of n individuals drawn uniformly from t
   :class:`~bngp.mechanism_audit.haplotype_model.HaplotypeCopyingModel`) fitted on the K - n population
   individuals outside D.  They are never audited, and a generator fitted on members would make
   mosaics of members, which correlate with x exactly as members do (every tracing statistic is
-  a sum over SNVs), so G must not see D (paper 004's caution, in its sharpest form);
+  a sum over SNVs), so G must not see D;
 * members: D is shuffled; m members form the audit pool, the other n - m train the classifiers;
 * audit set: m points, point i is a real member (s_i = 1) with probability 1/2, independently,
   else a fresh draw of G;
@@ -23,8 +23,13 @@ of the allele frequencies of a dataset D of n individuals drawn uniformly from t
   knowledge and shadow simulations).  Stacking keeps the MIA as informed as the baseline
   while leaving it two coefficients to learn from the few training members.
 
+A defense that perturbs c > 1 copies of f(D) (arXiv:2410.07414, App. L.6) releases c |Q|
+outputs; only s(y, x) reads the release, and it reads all of it (the attack runs on the tiled
+attributes, :class:`bngp.attacks.composed.TiledAttack`).  phi(y) is a function of the
+individual's own |Q| attributes, never of the release, so its width is 2|Q| - 1 whatever c.
+
 :func:`bngp.audit.panoramia_audit` turns the two score vectors on the audit set into c_lb,
-{c+eps}_lb and eps_tilde = max(0, {c+eps}_lb - c_lb) (paper 000, Prop. 1-2, Cor. 1-2; beta/2
+{c+eps}_lb and eps_tilde = max(0, {c+eps}_lb - c_lb) (arXiv:2402.09477, Prop. 1-2, Cor. 1-2; beta/2
 per test, Bonferroni over each score's thresholds).  eps_tilde is a measurement, not a
 lower bound: if G's closeness c (e^-c P_D <= P_G) equals c_lb, the release is not
 eps_tilde-DP.  The baseline is the safeguard: a generator easy to tell from real individuals
@@ -67,7 +72,11 @@ _CS = (0.01, 0.1, 1.0)
 
 
 def genotype_features(genotypes: np.ndarray) -> np.ndarray:
-    """phi(y) = [y_1..y_Q, 1{y_1 = y_2}..1{y_{Q-1} = y_Q}] as float32, shape (n, 2Q - 1)."""
+    """phi(y) = [y_1..y_Q, 1{y_1 = y_2}..1{y_{Q-1} = y_Q}] as float32, shape (n, 2Q - 1).
+
+    ``genotypes`` are individuals (n, |Q|), never releases: for a composed release of c |Q|
+    outputs the features stay those of the |Q| attributes (module docstring).
+    """
     values = check_binary_matrix("genotypes", genotypes)
     agreement = values[:, 1:] == values[:, :-1]
     return np.concatenate([values, agreement], axis=1).astype(np.float32)
@@ -196,6 +205,8 @@ def panoramia_mechanism_audit(
     design = {
         "individuals": n_individuals,
         "attributes": population.n_attributes,
+        "composition": defense.composition,
+        "release_outputs": mechanism.n_outputs,
         "members": members,
         "dataset": f"{members} of {n_individuals} individuals uniformly (one release)",
         "audit_size": m,

@@ -25,18 +25,27 @@ NEIGHBOURING = ("auto", "replace", "add-remove")
 
 
 def claimed_guarantee(defense: Defense) -> dict[str, Any] | None:
-    """The defense's formal guarantee as a dict, or None when it claims none (or eps = inf)."""
+    """The defense's formal guarantee as a dict, or None when it claims none (or eps = inf).
+
+    For a defense that perturbs c > 1 copies of f(D) (arXiv:2410.07414, App. L.6) the claim is
+    one on the whole release, with the sensitivity of the concatenated statistic
+    (:func:`bngp.defenses.sensitivity.composed_sensitivity`); ``composition`` = c is added.
+    """
     guarantee = defense.guarantee
     if guarantee is None or not math.isfinite(guarantee.epsilon):
         return None
-    return guarantee.to_dict()
+    claim = guarantee.to_dict()
+    composition = int(getattr(defense, "composition", 1))
+    if composition != 1:
+        claim["composition"] = composition
+    return claim
 
 
 def resolve_neighbouring(neighbouring: str, defense: Defense) -> str:
     """``"auto"`` becomes the relation of the defense's guarantee, else ``"replace"``.
 
     ``"replace"`` (datasets of exactly n) is the default because the trained defenders and the
-    paper's DP calibration are defined for a fixed dataset size (paper 003, section 2.2).
+    paper's DP calibration are defined for a fixed dataset size (arXiv:2410.07414, section 2.2).
     """
     if neighbouring not in NEIGHBOURING:
         raise InputError(f"`neighbouring` must be one of {', '.join(NEIGHBOURING)}, got {neighbouring!r}.")

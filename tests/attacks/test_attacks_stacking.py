@@ -63,7 +63,11 @@ def test_stacked_attack_reuses_the_attacks_it_is_given(small_world) -> None:
     assert list(stacked.bases_) == ["linear", "score"]
     assert stacked.bases_["linear"] is linear and linear.fit_ is fit_before
     np.testing.assert_array_equal(linear.score(small_world.population.genotypes, releases), scores_before)
-    assert stacked.bases_["score"].threshold_ is not None  # fitted by the stacked attack
+    # fitted by the stacked attack: it scores (unfitted it would raise), as the inner product
+    p = small_world.population.reference_frequencies
+    genotypes = small_world.population.genotypes
+    np.testing.assert_allclose(stacked.bases_["score"].score(genotypes, releases), (releases - p) @ (genotypes - p).T,
+                               atol=1e-12)
 
 
 def test_stacked_attack_ignores_an_uninformative_base(small_world) -> None:

@@ -12,12 +12,15 @@ from bngp.attacks import HomerAttack, ScoreAttack
 def test_score_attack_is_the_inner_product(small_world) -> None:
     knowledge = small_world.knowledge()
     attack = ScoreAttack(alpha=0.05).fit(knowledge, seed=0)
-    releases, _ = small_world.releases(3, seed=1)
+    releases, memberships = small_world.releases(3, seed=1)
     targets = small_world.population.genotypes
     p = knowledge.reference_frequencies
     expected = (targets - p) @ (releases - p).T
     np.testing.assert_allclose(attack.score(targets, releases), expected.T, atol=1e-12)
-    assert attack.orientation_ == 1 and attack.threshold_ is not None
+    assert attack.orientation_ == 1
+    decisions = attack.decide(targets, releases)
+    np.testing.assert_array_equal(decisions, expected.T > attack.threshold_)
+    assert decisions[memberships.astype(bool)].all()  # undefended: every member is flagged
 
 
 def test_homer_attack_is_the_distance_statistic(small_world) -> None:

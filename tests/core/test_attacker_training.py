@@ -1,9 +1,11 @@
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
 from bngp.attacks.training import AttackerTrainingConfig, train_attacker
 from bngp.data.priors import UniformSubsetPrior
+from bngp.errors import InputError
 from bngp.game import Game, GameConfig
 from bngp.release.mechanism import ComposedMechanism, SummaryStatistics
 from bngp.metrics import auc
@@ -22,6 +24,29 @@ def _sampler(population, noise: float, seed: int):
         return mechanism.release(b, xi), b
 
     return sample
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (dict(steps=-1), "steps"),  # steps=0 is valid: the warm-started attacker alone
+        (dict(steps=1.5), "steps"),
+        (dict(batch_size=1), "batch_size"),
+        (dict(validation_draws=1), "validation_draws"),
+        (dict(validate_every=0), "validate_every"),
+        (dict(decay_every=0), "decay_every"),
+        (dict(shadow_releases=2), "shadow_releases"),
+        (dict(lr=0.0), "lr"),
+        (dict(lr=float("nan")), "lr"),
+        (dict(weight_decay=-1e-5), "weight_decay"),
+        (dict(lr_decay=1.5), "lr_decay"),
+        (dict(init="ridge"), "init"),
+    ],
+)
+def test_training_config_is_validated_on_construction(overrides, field):
+    with pytest.raises(InputError, match=f"^`{field}` must") as raised:
+        AttackerTrainingConfig(**overrides)
+    assert "\n" not in str(raised.value)
 
 
 def test_shadow_ridge_warm_start_is_already_a_strong_attacker(small_population):

@@ -1,9 +1,12 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
 from bngp.attacks.base import Attack, AttackKnowledge
 from bngp.data.priors import UniformSubsetPrior
-from bngp.evaluate import evaluate_defense
+from bngp.errors import InputError
+from bngp.evaluate import EvaluationResult, evaluate_defense
 from bngp.defenses.base import NoDefense
 from bngp.defenses.dp import LaplaceDefense
 
@@ -80,7 +83,37 @@ def test_same_seed_same_scores_and_noise_lowers_auc(small_population):
 
 
 def test_releases_must_be_at_least_two(small_population):
-    from bngp.errors import InputError
-
     with pytest.raises(InputError):
         evaluate_defense(small_population, UniformSubsetPrior(40, 20), NoDefense(), ["score"], releases=1)
+
+
+def test_result_is_a_frozen_record_built_complete(small_population):
+    """The attack gap (an analytic attack beating the Bayesian attacker) is in the record as
+    built, and editing the payload or assigning a field leaves the record unchanged."""
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    with pytest.warns(UserWarning, match="attack gap: `score`"):
+        result = evaluate_defense(small_population, prior, NoDefense(), {"bayesian": _Constant(), "score": _Oracle()},
+                                  releases=3, seed=0, n_members=20, kappa=np.full(small_population.n_attributes, 2.0))
+    payload = result.to_dict()
+    assert list(payload) == ["defense", "utility_loss", "utility", "releases", "seed", "attacks", "strongest_attack",
+                             "notes", "attack_gap"]
+    gap = result.attacks["score"]["auc"] - 0.5
+    assert payload["attack_gap"] == {"best_analytic": "score", "gap": pytest.approx(gap)}
+    assert len(result.notes) == 1 and result.notes[0].startswith("attack gap: `score`")
+    assert payload["notes"] == list(result.notes)
+    assert result.defense["weighted_utility_loss"] == 0.0  # NoDefense releases f(D) exactly
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.notes = ()
+    payload["defense"]["spec"] = "edited"
+    payload["attacks"]["score"]["auc"] = -1.0
+    assert "spec" not in result.defense and result.to_dict()["attacks"]["score"]["auc"] == pytest.approx(gap + 0.5)
+
+
+def test_result_checks_its_shapes(small_population):
+    labels = np.zeros((3, 4), dtype=np.int8)
+    with pytest.raises(InputError, match="scores"):
+        EvaluationResult({}, 0.0, labels, {"a": np.zeros((3, 5))}, {"a": {"auc": 0.5}}, seed=0, releases=3)
+    with pytest.raises(InputError, match="labels"):
+        EvaluationResult({}, 0.0, labels, {"a": np.zeros((3, 4))}, {"a": {"auc": 0.5}}, seed=0, releases=2)
+    with pytest.raises(InputError, match="same attacks"):
+        EvaluationResult({}, 0.0, labels, {}, {"a": {"auc": 0.5}}, seed=0, releases=3)

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import numpy as np
@@ -6,7 +7,9 @@ import torch
 
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError, TrainingError
-from bngp.game import Game, GameConfig
+from bngp.game import SUMMARY_FILE, Game, GameConfig, TrainingSummary
+from bngp.game.summary import BudgetRecord
+from bngp.game.trainer import SEED_STREAMS
 from bngp.release.sampling import release_mechanism
 
 
@@ -22,14 +25,58 @@ def _weights(game):
 
 
 def test_training_writes_run_directory(small_population, tmp_path):
-    summary = _game(small_population, fresh_check_steps=3).train(tmp_path, progress=False)
+    game = _game(small_population, fresh_check_steps=3)
+    summary = game.train(tmp_path, progress=False)
     for name in ("config.json", "checkpoint.pt", "defender.pt", "summary.json"):
         assert (tmp_path / name).is_file()
     assert list((tmp_path / "tensorboard").iterdir())
-    assert summary["steps"] == 4 and len(summary["history"]) == 2
-    assert 0 <= summary["fresh_attacker_check"]["auc"] <= 1
+    assert isinstance(summary, TrainingSummary)
+    assert summary.steps == 4 and [row["step"] for row in summary.history] == [2, 4]
+    assert summary.final == summary.history[-1] and summary.collapse.evaluations == 2
+    assert summary.fresh_attacker_check["steps"] == 3
+    # the exploitability compares the fresh check with the delivered state's in-game evaluation
+    assert summary.exploitability.in_game_auc == summary.delivered["heldout_auc"] == summary.in_game_auc
+    # the concrete seed streams of the run are recorded next to its seed
+    assert summary.seed == 7 and summary.seeds == game.seeds and list(summary.seeds) == list(SEED_STREAMS)
+    assert _game(small_population, seed=8).seeds["training"] != summary.seeds["training"]
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["population"]["individuals"] == small_population.n_individuals
+
+
+def test_training_summary_is_a_frozen_record_that_round_trips(small_population, tmp_path):
+    summary = _game(small_population, fresh_check_steps=3, dp_epsilon=1.0).train(tmp_path, progress=False)
+    payload = summary.to_dict()
+    # summary.json on disk is exactly to_dict(), and reads back into an equal record
+    assert json.loads((tmp_path / SUMMARY_FILE).read_text()) == payload
+    assert TrainingSummary.from_dict(payload) == summary
+    assert TrainingSummary.from_dict(json.loads(json.dumps(payload))) == summary
+    assert TrainingSummary.load(tmp_path / SUMMARY_FILE) == summary
+    assert list(payload)[:6] == ["steps", "against", "final", "selected", "collapse", "history"]
+    assert {"bgbp", "fresh_attacker_check", "exploitability", "seed", "seeds"} <= set(payload)
+    assert "budget" not in payload  # optional records are left out, as summary.json always did
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        summary.steps = 5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        summary.bgbp.epsilon = 2.0
+    payload["history"][0]["heldout_auc"] = -1.0  # to_dict() is a copy: the record is unchanged
+    assert summary.history[0]["heldout_auc"] != -1.0
+
+
+def test_training_summary_reads_older_files_and_rejects_malformed_ones(small_population, tmp_path):
+    from bngp.errors import DataFormatError
+
+    summary = _game(small_population).train(tmp_path, progress=False)
+    older = {key: value for key, value in summary.to_dict().items() if key not in ("seed", "seeds")}
+    record = TrainingSummary.from_dict(older)
+    assert record.seed is None and record.seeds is None and record.to_dict() == older
+    assert dataclasses.replace(summary, seed=None, seeds=None) == record
+    with pytest.raises(DataFormatError, match="collapse"):
+        TrainingSummary.from_dict({key: value for key, value in older.items() if key != "collapse"})
+    with pytest.raises(DataFormatError, match="steps"):
+        TrainingSummary.from_dict(older | {"steps": -1})
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(DataFormatError, match="not JSON"):
+        TrainingSummary.load(tmp_path / "bad.json")
 
 
 def test_same_seed_same_defender(small_population, tmp_path):
@@ -74,17 +121,28 @@ def test_resume_refuses_other_settings(small_population, tmp_path):
 def test_each_objective_trains(small_population, tmp_path, overrides):
     game = _game(small_population, **overrides)
     summary = game.train(tmp_path, progress=False)
-    row = summary["final"]
+    row = summary.final
     assert np.isfinite(row["defender_loss"]) and np.isfinite(row["utility_loss"])
-    if overrides["objective"] != "preference":
-        assert row["multiplier"] >= 0
+    objective = overrides["objective"]
+    if objective == "preference":  # no constraint: the multiplier never moves, no budget record
+        assert all(row["multiplier"] == 0.0 for row in summary.history) and summary.budget is None
+        return
+    assert row["multiplier"] == game.multiplier
+    measured = summary.selected["heldout_utility_loss" if objective == "utility-budget" else "heldout_privacy_loss"]
+    met = measured <= 1.02 * overrides["budget"] + 1e-12
+    assert summary.budget == BudgetRecord(objective, overrides["budget"], measured, met, summary.budget.warning)
+    assert (summary.budget.warning is None) == met and (summary.budget.warning in summary.warnings) == (not met)
 
 
 def test_utility_budget_multiplier_grows_when_violated(small_population):
+    """Dual ascent lambda <- max(0, lambda + dual_lr * (mean |x - f(D)| - budget) / max(budget, 1e-3))."""
     game = _game(small_population, objective="utility-budget", budget=1e-6)
+    multiplier = 0.0
     for _ in range(3):
-        game.training_step()
-    assert game.multiplier > 0  # any noise violates a budget of 1e-6
+        losses = game.training_step()
+        multiplier = max(0.0, multiplier + game.config.dual_lr * (losses["utility_loss"] - 1e-6) / 1e-3)
+        assert losses["multiplier"] == pytest.approx(multiplier, rel=1e-12)
+    assert game.multiplier == multiplier > 0  # any noise violates a budget of 1e-6
 
 
 def test_kappa_pulls_noise_down(small_population):
@@ -135,10 +193,17 @@ def test_bgbp_penalty_reduces_bound_violations_and_reports_implied_epsilon(small
     penalised = _game(small_population, dp_penalty=50.0, **settings)
     summary = penalised.train(tmp_path / "a", progress=False)
     unpenalised = _game(small_population, dp_penalty=0.0, **settings).train(tmp_path / "b", progress=False)
-    assert summary["final"]["heldout_dp_violation"] < unpenalised["final"]["heldout_dp_violation"]
+    assert summary.final["heldout_dp_violation"] < unpenalised.final["heldout_dp_violation"]
     theta = 20 / 40
-    assert summary["bgbp"]["implied_epsilon"] == pytest.approx(np.log1p(np.expm1(0.1) / theta))
-    assert 0 <= summary["fresh_attacker_check"]["dp_bound_violation_rate"] <= 1
+    assert summary.bgbp.theta_max == theta and summary.bgbp.epsilon == 0.1
+    assert summary.bgbp.implied_epsilon == pytest.approx(np.log1p(np.expm1(0.1) / theta))
+    # the reported rate counts fresh-attacker probabilities outside [lower, upper]: all of them
+    # for bounds no probability meets, none for bounds every probability meets
+    lower, upper = penalised.dp_bounds
+    penalised.dp_bounds = (torch.ones_like(lower), torch.zeros_like(upper))
+    assert penalised.fresh_attacker_check(1, seed=0)["dp_bound_violation_rate"] == 1.0
+    penalised.dp_bounds = (torch.zeros_like(lower), torch.ones_like(upper))
+    assert penalised.fresh_attacker_check(1, seed=0)["dp_bound_violation_rate"] == 0.0
 
 
 def test_composition_with_fixed_gaussian_mechanisms(small_population, tmp_path):
@@ -164,7 +229,7 @@ def test_shrinkage_targets_the_population_mean_stays_in_unit_interval_and_is_sav
     summary = game.train(tmp_path, progress=False)
     alpha = game.defender.shrinkage()
     assert float(alpha.min()) >= 0.0 and float(alpha.max()) <= 1.0 and float(alpha.max()) > 0.0
-    assert summary["history"][-1]["shrinkage_mean"] == pytest.approx(float(alpha.mean()))
+    assert summary.history[-1]["shrinkage_mean"] == pytest.approx(float(alpha.mean()))
     from bngp.defenses import load_run_defense
 
     loaded = load_run_defense(tmp_path).artifact.defender
@@ -206,14 +271,16 @@ def test_the_best_state_against_a_refitted_attacker_is_kept_and_saved(small_popu
     steps = [step for step, _ in scores]
     assert steps[:4] == [0, 2, 4, 6] and 8 in steps  # every refit, and the final state
     score, step, state = game.best
-    assert summary["selected"]["step"] == step and summary["selected"]["score"] == pytest.approx(score)
-    assert 0 <= summary["selected"]["heldout_auc"] <= 1
+    assert summary.selected["step"] == step and summary.selected["score"] == pytest.approx(score)
+    assert summary.delivered is summary.selected
+    # the reported evaluation is the restored state's (evaluate_heldout is deterministic)
+    assert summary.selected["heldout_auc"] == game.evaluate_heldout()["heldout_auc"]
     loaded = load_run_defense(tmp_path).artifact.defender.state_dict()
     assert all(torch.equal(loaded[name], value) for name, value in state.items())
     checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     assert checkpoint["best_step"] == step
     unselected = _game(small_population, kappa=1.5, steps=4, select_defender=False).train(tmp_path / "b", progress=False)
-    assert unselected["selected"] is None
+    assert unselected.selected is None and unselected.delivered == unselected.final
 
 
 def test_training_starts_at_the_data_independent_release(small_population):
@@ -261,16 +328,19 @@ def test_utility_budget_keeps_a_state_within_the_budget(small_population, tmp_pa
     game = _game(small_population, objective="utility-budget", budget=budget, steps=60, attacker_refit_every=5,
                  eval_every=10, checkpoint_every=60)
     summary = game.train(tmp_path, progress=False)
-    assert max(row["heldout_utility_loss"] for row in summary["history"]) > 1.1 * budget  # infeasible states were visited
-    assert summary["selected"]["heldout_utility_loss"] <= 1.02 * budget
-    assert summary["budget"]["met"] and summary["budget"]["budget"] == budget
+    assert max(row["heldout_utility_loss"] for row in summary.history) > 1.1 * budget  # infeasible states were visited
+    assert summary.selected["heldout_utility_loss"] <= 1.02 * budget
+    assert summary.budget.met and summary.budget.budget == budget and summary.budget.warning is None
 
 
 def test_fresh_check_reports_exploitability(small_population, tmp_path):
     summary = _game(small_population, fresh_check_steps=5, steps=4).train(tmp_path, progress=False)
-    check, exploit = summary["fresh_attacker_check"], summary["exploitability"]
-    assert exploit["strongest_fresh_auc"] == max(check["auc"], check["linear_auc"], check["whitened_auc"])
-    assert exploit["gap"] == pytest.approx(exploit["strongest_fresh_auc"] - exploit["in_game_auc"])
+    check, exploit = summary.fresh_attacker_check, summary.exploitability
+    assert exploit.strongest_fresh_auc == max(check["auc"], check["linear_auc"], check["whitened_auc"])
+    assert exploit.gap == pytest.approx(exploit.strongest_fresh_auc - exploit.in_game_auc)
+    assert summary.strongest_fresh_auc == exploit.strongest_fresh_auc and summary.fresh_attacker_auc == check["auc"]
+    assert ("warning" in check) == (exploit.gap > 0.05)
+    assert "dp_bound_violation_rate" not in check and summary.bgbp is None  # no DPH^eps constraint
     curve = check["linear_learning_curve"]
     assert curve["releases"][0] == 500 and all(b == 2 * a or b == curve["releases"][-1]
                                                for a, b in zip(curve["releases"], curve["releases"][1:]))

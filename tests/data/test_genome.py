@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import stdpopsim
 
 from bngp.data.genome import simulate_genome
 from bngp.errors import InputError, UnknownNameError
@@ -69,7 +70,10 @@ def test_metadata_records_parameters(small):
         assert meta[key] == value, key
     assert meta["n_sites"] >= meta["n_biallelic"] >= meta["n_after_maf"] >= meta["n_after_ld"] >= 120
     assert len(meta["segment_seeds"]) == (meta["window_right"] - meta["left"]) // 500_000
-    assert meta["mutation_rate"] > 0 and meta["recombination_rate"] > 0
+    # the model's mutation rate (Gutenkunst et al. 2009) and stdpopsim's uniform chr10 rate
+    species = stdpopsim.get_species("HomSap")
+    assert meta["mutation_rate"] == species.get_demographic_model("OutOfAfrica_3G09").mutation_rate == 2.35e-8
+    assert meta["recombination_rate"] == pytest.approx(species.get_contig("chr10").recombination_map.mean_rate)
 
 
 def test_maf_filter_honoured():

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from scipy.stats import norm
 
 from bngp.data.population import Population
 from bngp.errors import InputError, UnknownNameError
@@ -115,6 +116,18 @@ DP_SPECS = [
 ]
 
 
+#: (eps, delta, noise-law scale) of DP_SPECS for |Q| = 40, n = 10: Laplace scale = (|Q|/n) / eps,
+#: l-inf scale = (1/n) / eps, randomized response eps = eps per bit x |Q| (the Gaussian's sigma
+#: is checked against the Balle & Wang delta(eps) instead).
+CONTRACT_GUARANTEES = {
+    "laplace:epsilon=5": (5.0, 0.0, 4.0 / 5),
+    "gaussian:epsilon=5,delta=1e-6": (5.0, 1e-6, None),
+    "linf:epsilon=5": (5.0, 0.0, 0.1 / 5),
+    "rr:epsilon=2": (80.0, 0.0, None),
+    "rr:epsilon=2,debias=false": (80.0, 0.0, None),
+}
+
+
 @pytest.mark.parametrize("spec", DP_SPECS)
 def test_contract(context, spec: str) -> None:
     defense = parse_defense_spec(spec, context)
@@ -135,13 +148,17 @@ def test_contract(context, spec: str) -> None:
     release = mechanism.release(b, xi)
     assert ((release >= 0) & (release <= 1)).all()
     guarantee = defense.guarantee
-    assert guarantee is not None and guarantee.epsilon > 0 and 0 <= guarantee.delta < 1
+    epsilon, delta, scale = CONTRACT_GUARANTEES[spec]
+    assert (guarantee.epsilon, guarantee.delta) == (pytest.approx(epsilon, rel=1e-12), delta)
     description = json.loads(json.dumps(defense.describe()))
     assert description["name"] == spec.split(":")[0]
     assert description["guarantee"]["mechanism"] == guarantee.mechanism
     if spec.startswith("rr"):
         assert defense.noise_law is None
+    elif spec.startswith("gaussian"):  # sigma solves delta(eps) = delta (Balle & Wang 2018, Thm 8)
+        mu = guarantee.sensitivity / defense.noise_law.scale
+        assert norm.cdf(-5 / mu + mu / 2) - math.exp(5) * norm.cdf(-5 / mu - mu / 2) == pytest.approx(1e-6, rel=1e-4)
     else:
-        assert defense.noise_law.scale > 0
+        assert defense.noise_law.scale == pytest.approx(scale, rel=1e-12)
     with pytest.raises(InputError):
         defense.noise(b, x_hat[0], torch.Generator())

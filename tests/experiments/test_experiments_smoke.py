@@ -1,4 +1,4 @@
-"""Smoke tests of the paper-table runners (experiments/, paper 003 App. L.9) at the tiny scale.
+"""Smoke tests of the paper-table runners (experiments/, arXiv:2410.07414 App. L.9) at the tiny scale.
 
 The tiny scale (K 40, N 20, |Q| 120, a few training steps) checks that each runner trains,
 evaluates and writes its JSON, Markdown and PNG reports; its AUCs carry no meaning.
@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -29,10 +31,24 @@ def _run_tiny(module, out: Path) -> dict:
     markdown = stem.with_suffix(".md").read_text()
     assert stem.with_suffix(".png").read_bytes().startswith(PNG_SIGNATURE)
     assert payload["scale"]["name"] == "tiny" and payload["seed"] == 1
-    assert payload["environment"]["packages"]["torch"] and payload["wall_seconds"] > 0
+    assert payload["environment"]["packages"]["torch"] == version("torch")
+    parts = [payload["population"]["seconds"]]
+    parts += [training["seconds"] for training in payload["trainings"].values()]
+    parts += [evaluation["seconds"] for evaluation in payload["evaluations"].values()]
+    assert payload["wall_seconds"] >= sum(parts)  # the wall time covers its parts
     assert "Attack knowledge:" in markdown
+    assert {row["setting"] for row in payload["rows"]} == set(payload["evaluations"])
     for row in payload["rows"]:
-        assert 0.0 <= row["auc"] <= 1.0 and row["auc_std"] >= 0.0 and row["seconds"] >= 0.0
+        # each row is its evaluation's numbers: AUC mean and std over the scale's releases
+        evaluation = payload["evaluations"][row["setting"]]
+        entry = evaluation["attacks"][row["attack"]]
+        per_release = entry["auc_per_release"]
+        assert len(per_release) == payload["scale"]["releases"]
+        assert row["auc"] == pytest.approx(np.mean(per_release))
+        assert row["auc_std"] == pytest.approx(np.std(per_release, ddof=1))
+        assert row["raw_auc"] == pytest.approx(row["auc"] if entry["orientation"] == 1 else 1 - row["auc"])
+        assert row["utility_loss"] == evaluation["utility_loss"]
+        assert row["seconds"] == entry["seconds"] <= evaluation["seconds"]
         if row["paper"] is not None:
             assert f"{row['paper'][0]:.4f}" in markdown
     return payload
@@ -50,7 +66,12 @@ def test_table5_composition_tiny(tmp_path: Path) -> None:
         assert len(training["config"]["fixed_gaussian_sigmas"]) == table5_composition.FIXED_MECHANISMS
         assert training["bgbp"]["epsilon"] == pytest.approx(5 * epsilon)
     assert len(rows) == 2 * len(table5_composition.EPSILONS)
-    assert payload["settings"]["C"] > 0
+    # C = (Delta / mu per eps)^2 and each fixed mechanism is N(0, C / eps^2) (the module docstring)
+    settings = payload["settings"]
+    assert settings["C"] == pytest.approx((settings["typical_replacement_l2"] / table5_composition.MU_PER_EPSILON) ** 2)
+    for epsilon in table5_composition.EPSILONS:
+        sigmas = payload["trainings"][f"composition-eps-{epsilon:g}"]["config"]["fixed_gaussian_sigmas"]
+        assert sigmas == pytest.approx([np.sqrt(settings["C"]) / epsilon] * table5_composition.FIXED_MECHANISMS)
 
 
 def test_table3_kappa_tiny(tmp_path: Path) -> None:

@@ -37,7 +37,6 @@ def test_no_defense_gives_a_positive_measurement(no_defense_audit):
 
 def test_baseline_auc_is_reported_and_the_mia_uses_the_release(no_defense_audit):
     diagnostics = no_defense_audit.diagnostics
-    assert 0.0 <= diagnostics["baseline_auc"] <= 1.0
     assert diagnostics["baseline_auc"] < 0.75  # the copying model is hard to tell from real genomes
     assert diagnostics["attack_score_auc"] > 0.8
     assert diagnostics["mia_auc"] > diagnostics["baseline_auc"] + 0.1
