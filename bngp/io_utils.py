@@ -1,4 +1,5 @@
-"""Atomic file output: write to a temporary file beside the target, then rename.
+"""Atomic file output (write to a temporary file beside the target, then rename) and safe
+loading of the toolkit's torch files.
 
 A reader (or a crashed run) never sees a partially written output under the final name.
 """
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-__all__ = ["atomic_write", "write_json", "write_text"]
+__all__ = ["atomic_write", "write_json", "write_text", "load_torch_payload"]
 
 
 @contextmanager
@@ -58,3 +59,18 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
+
+
+def load_torch_payload(path: str | Path, file_format: str, error: type[Exception], what: str) -> dict[str, Any]:
+    """The dict saved in a bngp torch file whose ``format`` is ``file_format``, loaded safely
+    (``weights_only=True``, on the CPU); any unreadable or foreign file raises ``error`` naming
+    ``what`` it should have been."""
+    import torch
+
+    try:
+        payload = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:  # torch raises several unrelated types for corrupt files
+        raise error(f"{path} is not a readable {what} ({type(exc).__name__}).") from None
+    if not isinstance(payload, dict) or payload.get("format") != file_format:
+        raise error(f"{path} is not a {what}.")
+    return payload

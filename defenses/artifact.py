@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from bngp.errors import DataFormatError, TrainingError
-from bngp.io_utils import atomic_write
+from bngp.io_utils import atomic_write, load_torch_payload
 from .network import Defender, DefenderSpec
 from bngp.validation import check_readable_file
 
@@ -86,12 +86,7 @@ def _check_architecture(path: Path, spec: DefenderSpec, state: dict) -> None:
 def load_defender(path: str | Path) -> DefenderArtifact:
     """Load a defender artifact safely (``weights_only=True``); the defender is in eval mode."""
     path = check_readable_file("defender", path)
-    try:
-        payload = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as exc:  # torch raises several unrelated types for corrupt files
-        raise DataFormatError(f"{path} is not a bngp defender checkpoint ({type(exc).__name__}).") from exc
-    if not isinstance(payload, dict) or payload.get("format") != "bngp-defender-1":
-        raise DataFormatError(f"{path} is not a bngp defender checkpoint.")
+    payload = load_torch_payload(path, "bngp-defender-1", DataFormatError, "bngp defender checkpoint")
     try:
         spec_data = dict(payload["spec"])
         spec = DefenderSpec(

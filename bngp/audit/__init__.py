@@ -9,9 +9,9 @@ pays for that search (:class:`AuditResult`).
 * :mod:`~bngp.audit.one_run`: the one-run audit of Steinke, Nasr, Jagielski (2023).
 * :mod:`~bngp.audit.panoramia`: PANORAMIA's c_lb, {c+eps}_lb and eps_tilde.
 * :mod:`~bngp.audit.binomial`: the binomial test shared by the two above, CP limits.
-* :mod:`~bngp.audit.bits`: the audit as bit transmission (paper 002).
+* :mod:`~bngp.audit.bits`: the audit as bit transmission (Xiang, Wang, Wang, *Privacy Audit as Bits Transmission*).
 * :mod:`~bngp.audit.tradeoff`: GDP / Laplace parameter to (eps, delta).
-* :mod:`~bngp.audit.gan_samples`: privacy calculators for generated samples (paper 004).
+* :mod:`~bngp.audit.gan_samples`: privacy calculators for generated samples (Lin, Sekar, Fanti, AISTATS 2021).
 """
 
 from bngp.audit.binomial import (

@@ -6,7 +6,7 @@ Clopper-Pearson (1934) one-sided limits for k successes out of n:
     lower(k, n; b) = BetaPPF(b; k, n - k + 1)       (= 0 when k = 0)
 
 The core binomial test (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1)
-training run", Theorem 3.1 / Prop. 5.7; PANORAMIA, paper 000, Prop. 1-3 and App. E):
+training run", Theorem 3.1 / Prop. 5.7; PANORAMIA (arXiv:2402.09477), Prop. 1-3 and App. E):
 among r guesses, v correct; under an (eps, delta)-DP mechanism with m canaries, and with
 q = e^eps / (1 + e^eps),
 
@@ -161,7 +161,7 @@ def binomial_p_value(r: int, v: int, epsilon: float, *, m: int = 0, delta: float
     ``P[Bin(r, q) >= v] + 2 m delta max_{i=1..v} (1/i) P[v - i <= Bin(r, q) < v]`` with
     ``q = e^eps / (1 + e^eps)`` (Steinke, Nasr, Jagielski 2023, Prop. 5.7), capped at 1.
     With ``delta`` replaced by the closeness slack gamma this is PANORAMIA's (c, gamma) test
-    (paper 000, App. E, Prop. 3).
+    (PANORAMIA (arXiv:2402.09477), App. E, Prop. 3).
 
     Example:
         >>> round(binomial_p_value(10, 10, 0.0), 6)  # ten right coin-flip guesses
@@ -254,7 +254,7 @@ def binomial_bound(
     """Lower bound on eps from v correct guesses out of r, at the given confidence.
 
     ``sup{x >= 0 : P[Bin(r, sigmoid(x)) >= v] + 2 m delta max_i (1/i) P[v-i <= Bin < v]
-    < beta}``, beta = 1 - confidence (module docstring; paper 000 Cor. 2, Steinke et al.
+    < beta}``, beta = 1 - confidence (module docstring; PANORAMIA Cor. 2, Steinke et al.
     2023 Theorem 3.1).  No union bound: ``confidence`` is the per-test level.
 
     Example:

@@ -1,10 +1,10 @@
-"""Audit as bit transmission (Xiang, Wang, Wang, paper 002).
+"""Audit as bit transmission (Xiang, Wang, Wang, *Privacy Audit as Bits Transmission: (Im)possibilities for Audit by One Run*).
 
 n secret bits, each 0/1 with probability 1/2 and carried by its own canary (one noise source
 per canary, so per-bit errors are independent); the auditor guesses every bit (no
 abstention) and makes k mistakes.  For a mechanism whose trade-off curve is f, every bit is
 guessed wrongly with probability at least the per-bit error floor p_f^e = h^-1(1 - u_f(1/2))
-(paper 002 sec. 4), which for a symmetric f is the fixed point x* = f(x*):
+(Xiang, Wang, Wang sec. 4), which for a symmetric f is the fixed point x* = f(x*):
 
     GDP(mu):          p = Phi(-mu / 2)                 ->  mu_L  = -2 Phi^-1(p_hat)
     (eps, delta):     p = (1 - delta) / (1 + e^eps)    ->  eps_L = ln((1 - delta - p_hat) / p_hat)
@@ -186,7 +186,7 @@ def bits_audit_from_counts(
 ) -> BitsResult:
     """Bit-transmission audit from the number of bits and of wrong guesses.
 
-    Example (paper 002 reference, randomized response eps = 1, expected errors):
+    Example (Xiang, Wang, Wang's reference, randomized response eps = 1, expected errors):
         >>> round(bits_audit_from_counts(1000, 269).epsilon_lb, 3)
         0.881
     """

@@ -1,4 +1,4 @@
-"""Privacy calculators for generated samples (Lin, Sekar, Fanti, AISTATS 2021, paper 004).
+"""Privacy calculators for generated samples (Lin, Sekar, Fanti, *On the Privacy Properties of GAN-generated Samples*, AISTATS 2021).
 
 * Theorem 1: n samples from a GAN trained on m records are (eps, delta)-DP for every eps > 0
   and every

@@ -1,4 +1,4 @@
-"""PANORAMIA: privacy measurement with generated non-members (papers 000/001).
+"""PANORAMIA: privacy measurement with generated non-members (Kazmi, Lautraite, Akbari et al., *PANORAMIA: Privacy Auditing of Machine Learning Models without Retraining*, arXiv:2402.09477).
 
 Audit set of m points, each a real training point (member, s_i = 1) with probability 1/2
 and otherwise a point drawn from a generator G trained on other training data.  Two
@@ -6,7 +6,7 @@ classifiers trained on disjoint data score every audit point: the baseline b (se
 point) and the MIA (also sees the target model).  For a threshold on a score, r points are
 predicted members and tp of them are members.
 
-If G is c-close to the data distribution (e^-c P_D[x] <= P_G[x], paper 000 Def. 3), the
+If G is c-close to the data distribution (e^-c P_D[x] <= P_G[x], PANORAMIA (arXiv:2402.09477) Def. 3), the
 baseline's true positives are dominated by Bin(r, sigmoid(c)) (Prop. 1); if the target
 model is also eps-DP, the MIA's by Bin(r, sigmoid(c + eps)) (Prop. 2).  The core bound
 (:func:`bngp.audit.binomial.binomial_bound` with delta = 0)
@@ -19,10 +19,10 @@ distinct thresholds of each score; the tests condition on the scores, which fix 
 thresholds).  The returned measurement is eps_tilde = max(0, {c+eps}_lb - c_lb); it is a
 lower bound on eps only when the non-members are real (c = 0, "RM;RN"), otherwise it is the
 paper's measurement "if the generator's closeness claim is tight, the model is not
-eps_tilde-DP" (paper 000 sec. 4.2).  With ``real_nonmembers=True`` the baseline test is
+eps_tilde-DP" (PANORAMIA (arXiv:2402.09477) sec. 4.2).  With ``real_nonmembers=True`` the baseline test is
 skipped and the whole beta goes to the MIA test.
 
-(c, gamma)-closeness (paper 000 App. E, Prop. 3) adds 2 m gamma max_i (1/i)
+(c, gamma)-closeness (PANORAMIA (arXiv:2402.09477) App. E, Prop. 3) adds 2 m gamma max_i (1/i)
 P[tp - i <= Bin < tp] to both p-values; those bounds are found by bisection, visiting
 thresholds in decreasing order of their gamma = 0 bound (an upper bound) and stopping when
 no remaining threshold can win.
@@ -180,7 +180,7 @@ def panoramia_audit(
         )
         meaning = (
             "measurement, not a lower bound: if the generator's c-closeness claim (c = c_lb) "
-            "is tight, the target is not eps_tilde-DP (paper 000 sec. 4.2)"
+            "is tight, the target is not eps_tilde-DP (PANORAMIA (arXiv:2402.09477) sec. 4.2)"
         )
     return PanoramiaResult(
         method="panoramia",

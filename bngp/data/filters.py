@@ -1,6 +1,6 @@
 """SNV filters shared by the genome sources: carrier status, MAF filter, LD thinning, selection.
 
-Paper section 2.2 (BNGP, 003) describes an individual as a binary vector d_k in {0,1}^|Q|
+arXiv:2410.07414, section 2.2 describes an individual as a binary vector d_k in {0,1}^|Q|
 with d_kj = 1 if individual k carries at least one alternate allele at SNV j, and the
 attacks of Sankararaman et al. (2009) assume the |Q| SNVs are in linkage equilibrium.  Real
 and coalescent-simulated chromosomes are not, so both :func:`bngp.data.genome.simulate_genome`

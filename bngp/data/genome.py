@@ -1,6 +1,6 @@
 """Coalescent stand-in for the paper's chromosome-10 genome data (stdpopsim on msprime).
 
-Paper section 2.2 / experiments (BNGP, 003): the genome experiments use iDASH 2016 /
+arXiv:2410.07414, section 2.2 and the experiments: the genome experiments use iDASH 2016 /
 1000 Genomes chromosome 10 data, which cannot be redistributed.  :func:`simulate_genome`
 replaces it with a coalescent simulation under a published demographic model (by default
 HomSap ``OutOfAfrica_3G09``, Gutenkunst et al. 2009), sampling all individuals - those who may

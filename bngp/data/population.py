@@ -1,6 +1,6 @@
 """The population record: K individuals x |Q| binary attributes plus a reference panel.
 
-Paper section 2.2 (BNGP, 003): the population Z holds K individuals, each a binary vector
+arXiv:2410.07414, section 2.2: the population Z holds K individuals, each a binary vector
 d_k in {0,1}^|Q| (d_kj = 1 if individual k carries the alternate allele at SNV j).  A
 reference panel, disjoint from Z, gives the reference frequencies p_bar used by the LRT and
 score attackers.

@@ -1,6 +1,6 @@
 """Loading real genotype data from a VCF file into a :class:`Population`.
 
-Paper section 2.2 (BNGP, 003): users who hold the real data (e.g. iDASH 2016 / 1000 Genomes
+arXiv:2410.07414, section 2.2: users who hold the real data (e.g. iDASH 2016 / 1000 Genomes
 chromosome 10) load it here instead of the coalescent stand-in of
 :mod:`bngp.data.genome`.  The file is read with scikit-allel in chunks and streamed through
 the same SNV pipeline (:mod:`bngp.data.filters`), so memory is bounded by one chunk plus the

@@ -35,7 +35,7 @@ from bngp.attacks.training import AttackerTrainingConfig, prefer_population_inve
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError, TrainingError
-from bngp.io_utils import atomic_write, write_json
+from bngp.io_utils import atomic_write, load_torch_payload, write_json
 from bngp.release.mechanism import allele_frequencies
 from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
@@ -357,12 +357,7 @@ class Game:
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Restore a checkpoint written by :meth:`save_checkpoint` (safe loading)."""
-        try:
-            payload = torch.load(path, weights_only=True, map_location="cpu")
-        except Exception as exc:  # torch raises several unrelated types for corrupt files
-            raise TrainingError(f"{path} is not a readable bngp training checkpoint ({type(exc).__name__}).") from None
-        if not isinstance(payload, dict) or payload.get("format") != "bngp-checkpoint-1":
-            raise TrainingError(f"{path} is not a bngp training checkpoint.")
+        payload = load_torch_payload(path, "bngp-checkpoint-1", TrainingError, "bngp training checkpoint")
         if payload["fingerprint"] != population_fingerprint(self.population.genotypes):
             raise TrainingError("the checkpoint was trained on a different population.")
         saved = dict(payload["config"])

@@ -1,4 +1,4 @@
-"""Bit-transmission audit (paper 002): reference values, soundness, tightness, labelling.
+"""Bit-transmission audit (Xiang, Wang, Wang): reference values, soundness, tightness, labelling.
 
 Reference values (audits.md sec. 4): gamma = 0.95, delta = 1e-5, Clopper-Pearson, expected
 error counts rounded to the nearest integer.  Soundness margin: at most the 99.9% quantile of

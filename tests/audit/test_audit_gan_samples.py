@@ -1,4 +1,4 @@
-"""Privacy calculators for generated samples (paper 004): check value and inverses."""
+"""Privacy calculators for generated samples (Lin, Sekar, Fanti): check value and inverses."""
 
 import math
 
