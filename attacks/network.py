@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from bngp.errors import InputError
+from .inversion import population_inverse
 from bngp.ridge import LinearFit, affine_calibration, logistic_calibration
 
 __all__ = [
@@ -84,21 +85,13 @@ class AttackerSpec:
 def ridge_inversion(
     genotypes: np.ndarray, n_members: float, theta: np.ndarray, ridge: float = 1e-2
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Linear map (W, c) with b_hat = W x + c = theta + W (x - A theta), A = Z^T / n.
-
-    W = (A^T A + lam I)^-1 A^T with lam = ``ridge`` * trace(A^T A) / K: the ridge
-    least-squares reconstruction of b from a noiseless release x = A b shrunk towards the
-    prior mean theta.  Exact (b_hat = b) when |Q| >= K, Z has full column rank and lam -> 0.
+    """Linear map (W, c) with b_hat = W x + c = theta + W (x - A theta), A = Z^T / n,
+    W = (A^T A + lam I)^+ A^T, lam = ``ridge`` * trace(A^T A) / K (:mod:`bngp.attacks.inversion`).
 
     Returns:
         W of shape (K, |Q|) and c of shape (K,), float64.
     """
-    a = genotypes.T.astype(np.float64) / float(n_members)
-    gram = a.T @ a
-    lam = ridge * np.trace(gram) / gram.shape[0]
-    w = np.linalg.solve(gram + lam * np.eye(gram.shape[0]), a.T)
-    c = theta - w @ (a @ theta)
-    return w, c
+    return population_inverse(genotypes, n_members, ridge).linear_map(theta)
 
 
 #: logit scale of the population-inversion head: logit = INVERSION_GAIN * (b_hat - 1/2).

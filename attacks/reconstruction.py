@@ -36,15 +36,12 @@ import torch
 
 from .base import AttackKnowledge, TorchAttack
 from .inputs import PopulationIndex, check_binary_panel
+from .inversion import population_inverse
 from .registry import register_attack
 from .shadow import population_shadow
 from bngp.validation import check_nonnegative, check_positive_int
 
 __all__ = ["LeastSquaresReconstruction", "L1Reconstruction"]
-
-#: eigenvalues of A^T A below this fraction of the largest are treated as zero (pseudo-inverse).
-_RELATIVE_EIGENVALUE_CUTOFF = 1e-12
-
 
 def _soft_threshold(values: torch.Tensor, threshold: torch.Tensor) -> torch.Tensor:
     return torch.sign(values) * torch.relu(torch.abs(values) - threshold)
@@ -89,15 +86,11 @@ class LeastSquaresReconstruction(TorchAttack):
         n_members = check_positive_int("n_members", knowledge.n_members, maximum=n_individuals)
         self.n_attributes_ = n_attributes
         self.population_index_ = PopulationIndex(population)
-        design = torch.from_numpy(population).to(torch.float64).T / n_members
-        gram = design.T @ design
-        eigenvalues, eigenvectors = torch.linalg.eigh(gram)
-        penalty = self.ridge * float(eigenvalues.sum()) / n_individuals
-        keep = eigenvalues > _RELATIVE_EIGENVALUE_CUTOFF * float(eigenvalues.max())
-        inverse = torch.where(keep, 1.0 / (eigenvalues + penalty).clamp(min=1e-300), torch.zeros_like(eigenvalues))
+        inverse = population_inverse(population, n_members, self.ridge)
+        design = inverse.design
         self.design_ = design
-        self.penalty_ = penalty
-        self.preconditioner_ = (eigenvectors * inverse) @ eigenvectors.T
+        self.penalty_ = inverse.penalty
+        self.preconditioner_ = inverse.gram_inverse
         self.prior_mean_ = n_members / n_individuals
         self.prior_release_ = design.sum(dim=1) * self.prior_mean_
         shadow = population_shadow(population, n_members, self.n_shadow_releases, seed)
