@@ -14,16 +14,13 @@ import time
 from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from bngp.defenses.artifact import population_fingerprint
 from bngp.io_utils import atomic_write, write_json, write_text
-
-if TYPE_CHECKING:
-    from experiment import Experiment
 
 __all__ = ["PaperAUC", "Row", "environment", "format_auc", "write_report", "markdown", "plot"]
 
@@ -98,8 +95,9 @@ def _describe_defense(description: dict) -> str:
     return text
 
 
-def write_report(experiment: Experiment) -> dict[str, Path]:
-    """Write the JSON, Markdown and PNG reports of ``experiment``; returns their paths."""
+def write_report(experiment: Any) -> dict[str, Path]:
+    """Write the JSON, Markdown and PNG reports of ``experiment`` (an :class:`experiment.Experiment`, not
+    imported here so that the report does not import its caller); returns their paths."""
     paths = {kind: experiment.out / f"{experiment.stem}.{kind}" for kind in ("json", "md", "png")}
     wall = time.perf_counter() - experiment.started
     payload = {
@@ -129,7 +127,7 @@ def write_report(experiment: Experiment) -> dict[str, Path]:
     return paths
 
 
-def markdown(experiment: Experiment, wall: float) -> str:
+def markdown(experiment: Any, wall: float) -> str:
     """The Markdown report: our numbers next to the paper's, knowledge statements, notes."""
     scale = experiment.scale
     lines = [
@@ -210,7 +208,7 @@ def markdown(experiment: Experiment, wall: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(experiment: Experiment, path: Path) -> Path:
+def plot(experiment: Any, path: Path) -> Path:
     """Bar chart of our AUC +- std next to the paper's, one pair of bars per row."""
     import matplotlib
 
