@@ -10,7 +10,7 @@ Each component imports only from its own modules and from components on lower li
     bngp.audit, bngp.release, bngp.ridge, bngp.report
     bngp.metrics, bngp.data
     bngp.validation, bngp.rng, bngp.run_dir
-    bngp.errors, bngp.io_utils
+    bngp.errors, bngp.io_utils, bngp.timing
 
 and the module graph has no cycles.  ``bngp.audit`` (scores -> bounds) needs only numpy/scipy.
 """
@@ -27,7 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = {
-    "bngp.errors": 0, "bngp.io_utils": 0,
+    "bngp.errors": 0, "bngp.io_utils": 0, "bngp.timing": 0,
     "bngp.validation": 1, "bngp.rng": 1, "bngp.run_dir": 1,
     "bngp.metrics": 2, "bngp.data": 2,
     "bngp.audit": 3, "bngp.release": 3, "bngp.ridge": 3, "bngp.report": 3,

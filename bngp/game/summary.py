@@ -218,6 +218,10 @@ class TrainingSummary:
         seed: the run's seed (``GameConfig.seed``); None in summaries written before it was recorded.
         seeds: the concrete seed of each named random stream spawned from ``seed``
             (:data:`bngp.game.trainer.SEED_STREAMS`); None in older summaries.
+        timings: wall seconds and calls per phase of the training (:class:`bngp.timing.PhaseTimer`:
+            refits, selection, attacker steps, defender steps, held-out evaluation, checkpoints,
+            the fresh-attacker check) in this process (a resumed run times its resumed part);
+            None in older summaries.
 
     ``to_dict`` gives the ``summary.json`` payload (optional records are left out when None);
     ``from_dict`` reads it back, so ``TrainingSummary.from_dict(s.to_dict()) == s``.
@@ -235,6 +239,7 @@ class TrainingSummary:
     exploitability: Exploitability | None = None
     seed: int | None = None
     seeds: dict[str, int] | None = None
+    timings: dict[str, dict[str, float]] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.steps, bool) or not isinstance(self.steps, (int, np.integer)) or self.steps < 0:
@@ -260,6 +265,8 @@ class TrainingSummary:
             set_field(self, "seed", int(self.seed))
         if self.seeds is not None:
             set_field(self, "seeds", {str(name): int(value) for name, value in self.seeds.items()})
+        if self.timings is not None:
+            set_field(self, "timings", _plain(self.timings))
 
     # -- derived numbers ---------------------------------------------------------------------
     @property
@@ -313,6 +320,7 @@ class TrainingSummary:
             "exploitability": None if self.exploitability is None else self.exploitability.to_dict(),
             "seed": self.seed,
             "seeds": _plain(self.seeds),
+            "timings": _plain(self.timings),
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return data
@@ -341,6 +349,7 @@ class TrainingSummary:
                 exploitability=None if data.get("exploitability") is None else Exploitability.from_dict(data["exploitability"]),
                 seed=data.get("seed"),
                 seeds=None if data.get("seeds") is None else _mapping(data["seeds"], "seeds"),
+                timings=None if data.get("timings") is None else _mapping(data["timings"], "timings"),
             )
         except DataFormatError:
             raise

@@ -51,6 +51,7 @@ from bngp.ridge import (
     fit_whitened,
     max_shadow_releases,
 )
+from bngp.timing import PhaseTimer
 from bngp.rng import named_seeds, seeded_torch, spawn_seeds, torch_generator
 
 from . import objectives
@@ -126,6 +127,8 @@ class Game:
         #: (score, step, defender state) of the best defender seen by a freshly refitted attacker.
         self.best: tuple[float, int, dict[str, torch.Tensor]] | None = None
         self.history = _History()
+        #: wall time per phase of the training (:mod:`bngp.timing`); not part of a checkpoint.
+        self.timer = PhaseTimer()
         self.opponent = self._build_opponent() if config.against != "bayesian" else None
         self.dp_bounds = None if config.dp_epsilon is None else objectives.dp_bounds(self.theta, config.dp_epsilon)
         eval_generator = torch_generator(self.seeds["evaluation"])
@@ -208,21 +211,24 @@ class Game:
         if self.attacker.head is None:
             return
         n = self.config.refit_releases or default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
-        b, r = self._draw(n)
-        validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
-        self.defender.eval()
-        x, _ = self._release(b, r)
-        validation_x, validation_x_hat = self._release(validation_b, validation_r)
-        self.defender.train()
-        self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta), self.theta)
-        self.attacker.calibrate_head(validation_x, validation_b)
-        prefer_population_inversion(
-            self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
-        )
+        with self.timer("refit: releases"):
+            b, r = self._draw(n)
+            validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
+            self.defender.eval()
+            x, _ = self._release(b, r)
+            validation_x, validation_x_hat = self._release(validation_b, validation_r)
+            self.defender.train()
+        with self.timer("refit: fit"):
+            self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta), self.theta)
+            self.attacker.calibrate_head(validation_x, validation_b)
+            prefer_population_inversion(
+                self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
+            )
         for parameter in self.attacker.refit_parameters():
             self.opt_a.state.pop(parameter, None)
         if score_defender and self.selects_defender:
-            self._consider_defender(validation_x, validation_x_hat, validation_b)
+            with self.timer("selection"):
+                self._consider_defender(validation_x, validation_x_hat, validation_b)
 
     @property
     def selects_defender(self) -> bool:
@@ -254,14 +260,20 @@ class Game:
         self.defender.train()
         self.attacker.train()
         attacker_loss = torch.tensor(0.0)
-        for _ in range(self.config.attacker_steps):
-            b, r = self._draw(self.config.batch_size)
-            with torch.no_grad():
-                x, _ = self._release(b, r)
-            attacker_loss = F.binary_cross_entropy_with_logits(self.attacker(x), b)
-            self.opt_a.zero_grad(set_to_none=True)
-            attacker_loss.backward()
-            self.opt_a.step()
+        with self.timer("attacker steps"):
+            for _ in range(self.config.attacker_steps):
+                b, r = self._draw(self.config.batch_size)
+                with torch.no_grad():
+                    x, _ = self._release(b, r)
+                attacker_loss = F.binary_cross_entropy_with_logits(self.attacker(x), b)
+                self.opt_a.zero_grad(set_to_none=True)
+                attacker_loss.backward()
+                self.opt_a.step()
+        with self.timer("defender step"):
+            return self._defender_step(attacker_loss)
+
+    def _defender_step(self, attacker_loss: torch.Tensor) -> dict[str, float]:
+        """One defender update against the current attacker; returns the losses."""
         b, r = self._draw(self.config.batch_size)
         x, x_hat = self._release(b, r)
         logits = self.attacker(x)
@@ -409,9 +421,11 @@ class Game:
                     for name, value in losses.items():
                         writer.add_scalar(f"train/{name}", value, self.step)
                     if self.step % self.config.eval_every == 0 or self.step == self.config.steps:
-                        self._record_evaluation(writer, losses, bar)
+                        with self.timer("held-out evaluation"):
+                            self._record_evaluation(writer, losses, bar)
                     if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
-                        self.save_checkpoint(checkpoint)
+                        with self.timer("checkpoint"):
+                            self.save_checkpoint(checkpoint)
                     bar.update(1)
             finally:
                 bar.close()
@@ -562,7 +576,8 @@ class Game:
             )
         check = exploitability = None
         if self.config.fresh_check_steps > 0:
-            check = self.fresh_attacker_check(self.config.fresh_check_steps, self.seeds["fresh-check"], progress)
+            with self.timer("fresh-attacker check"):
+                check = self.fresh_attacker_check(self.config.fresh_check_steps, self.seeds["fresh-check"], progress)
             writer.add_scalar("final/fresh_attacker_auc", check["auc"], self.step)
             writer.add_scalar("final/strongest_fresh_auc", check["strongest_auc"], self.step)
             in_game = delivered.get("heldout_auc", check["strongest_auc"])
@@ -603,6 +618,7 @@ class Game:
             exploitability=exploitability,
             seed=self.config.seed,
             seeds=self.seeds,
+            timings=self.timer.to_dict(),
         )
         write_json(run_dir / SUMMARY_FILE, summary.to_dict())
         return summary

@@ -344,3 +344,22 @@ def test_fresh_check_reports_exploitability(small_population, tmp_path):
     curve = check["linear_learning_curve"]
     assert curve["releases"][0] == 500 and all(b == 2 * a or b == curve["releases"][-1]
                                                for a, b in zip(curve["releases"], curve["releases"][1:]))
+
+
+def test_summary_times_every_phase_of_the_run(small_population, tmp_path):
+    """The phase timings cover the phases the run went through, with their call counts, and
+    their sum does not exceed the wall time of the run."""
+    import time
+
+    game = _game(small_population, steps=4, attacker_refit_every=2, eval_every=2, checkpoint_every=2)
+    started = time.perf_counter()
+    summary = game.train(tmp_path / "run", progress=False)
+    wall = time.perf_counter() - started
+    timings = summary.timings
+    assert timings["attacker steps"]["calls"] == 4 and timings["defender step"]["calls"] == 4
+    # steps 0 and 2, the final scoring, and one more against a restored earlier state
+    refits = 3 + (summary.selected["step"] != 4)
+    assert timings["refit: fit"]["calls"] == timings["refit: releases"]["calls"] == refits
+    assert timings["held-out evaluation"]["calls"] == 2 and timings["checkpoint"]["calls"] == 2
+    assert 0 < sum(phase["seconds"] for phase in timings.values()) <= wall
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["timings"] == timings
