@@ -39,6 +39,7 @@ from bngp.rng import torch_generator
 
 if TYPE_CHECKING:
     from bngp.data.population import Population
+    from bngp.device import DeviceName
     from bngp.data.priors import MembershipPrior
 
 __all__ = ["AttackKnowledge", "Attack", "TorchAttack", "ReleaseSimulator", "NoiseLaw", "release_simulator", "attack_knowledge"]
@@ -151,6 +152,13 @@ class Attack(ABC):
         """Set the attack up from the knowledge it is allowed to have; returns self."""
         self.check_knowledge(knowledge)
         self._fit(knowledge, seed)
+        return self
+
+    def set_device(self, device: DeviceName | torch.device) -> Attack:
+        """Train and run the attack's network on ``device`` (:func:`bngp.device.resolve_device`);
+        returns self.  Only attacks that train a network use it (the learned Bayesian attacker,
+        arXiv:2410.07414 section 3.2); the attacks computed in closed form run on the CPU
+        whatever the device, and ignore it."""
         return self
 
     def check_knowledge(self, knowledge: AttackKnowledge) -> None:

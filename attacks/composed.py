@@ -73,6 +73,11 @@ class TiledAttack(Attack):
     def shadow_auc_(self) -> float | None:
         return self.inner.shadow_auc_
 
+    def set_device(self, device) -> "TiledAttack":
+        """The inner attack's device (:meth:`bngp.attacks.base.Attack.set_device`)."""
+        self.inner.set_device(device)
+        return self
+
     def tiled_knowledge(self, knowledge: AttackKnowledge) -> AttackKnowledge:
         """``knowledge`` on the tiled attributes: population, reference panel and p_bar tiled."""
         c = self.composition

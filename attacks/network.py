@@ -120,7 +120,7 @@ def block_inversion_head(
     if releases.shape[1] % n_attributes:
         raise InputError(f"a release of {releases.shape[1]} outputs is not made of blocks of {n_attributes} frequencies.")
     n_blocks = releases.shape[1] // n_attributes
-    w, c = (torch.as_tensor(a, dtype=torch.float64) for a in ridge_inversion(genotypes, n_members, theta))
+    w, c = (torch.as_tensor(a, dtype=torch.float64).to(releases.device) for a in ridge_inversion(genotypes, n_members, theta))
     blocks = releases.to(torch.float64).reshape(releases.shape[0], n_blocks, n_attributes)
     features = INVERSION_GAIN * (blocks @ w.T + c - 0.5)  # (R, m, K)
     params = logistic_calibration(features.transpose(1, 2).reshape(-1, n_blocks), memberships.reshape(-1))
@@ -180,7 +180,7 @@ class Attacker(nn.Module):
         """Set the head to the first-order logit of the ridge estimate of E[b | x]:
         logit_k ~ logit(theta_k) + (b_hat_k(x) - theta_k) / (theta_k (1 - theta_k)),
         and zero the MLP's last layer (so the untrained attacker is the shadow ridge attack)."""
-        theta_t = torch.as_tensor(np.clip(theta, 1e-6, 1 - 1e-6), dtype=torch.float64)
+        theta_t = torch.as_tensor(np.clip(theta, 1e-6, 1 - 1e-6), dtype=torch.float64).to(fit.weights.device)
         slope = 1.0 / (theta_t * (1 - theta_t))
         weight = (fit.weights * slope).T
         bias = torch.logit(theta_t) + slope * (fit.membership_mean - fit.release_mean @ fit.weights - theta_t)

@@ -59,6 +59,7 @@ class StackedAttack(Attack):
         self.base = tuple(base)
         self.n_stacking_releases = check_positive_int("n_stacking_releases", n_stacking_releases, minimum=2)
         self._supplied: dict[str, Attack] = {}
+        self._device = None
         self.bases_: dict[str, Attack] = {}
         self.weights_: np.ndarray | None = None
         self.spread_: np.ndarray | None = None
@@ -69,13 +70,21 @@ class StackedAttack(Attack):
         self._supplied = {name: attack for name, attack in attacks.items() if not isinstance(attack, StackedAttack)}
         return self
 
+    def set_device(self, device) -> "StackedAttack":
+        """The device of the base attacks it fits itself (:meth:`bngp.attacks.base.Attack.set_device`)."""
+        self._device = device
+        return self
+
     def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
         check_binary_panel("population", knowledge.population)
         available = knowledge.available()
         bases = dict(self._supplied)
         missing = [name for name in self.base if name not in bases and attack_requirements(name) <= available]
         for name, attack_seed in zip(missing, spawn_seeds(seed, len(missing) + 1)[1:]):
-            bases[name] = for_composition(get_attack(name), knowledge.composition).fit(knowledge, seed=attack_seed)
+            base = for_composition(get_attack(name), knowledge.composition)
+            if self._device is not None:
+                base.set_device(self._device)
+            bases[name] = base.fit(knowledge, seed=attack_seed)
         if not bases:
             raise InputError("the stacked attack has no base attack whose knowledge is available.")
         stacking = simulated_shadow(knowledge, self.n_stacking_releases, spawn_seeds(seed, 1)[0])

@@ -51,6 +51,7 @@ _EXPORTS = {
     "bayes_weighted_advantage": "bngp.metrics",
     "bgp_risk": "bngp.metrics",
     "run_demo": "bngp.demo",
+    "resolve_device": "bngp.device",
     # errors
     "BNGPError": "bngp.errors",
     "InputError": "bngp.errors",

@@ -36,6 +36,10 @@ defender, 2,000 shadow releases: AUC 0.967 with the penalty of best validation A
 :func:`default_shadow_releases` up to :func:`max_shadow_releases`, until the validation AUC
 rises by less than ``tolerance``; the learning curve (releases, validation AUC) is returned
 with the fit and reported by every attack that uses it.
+
+**Device.**  The fits run where their tensors are (the CPU, or the GPU of a game trained with
+``device="cuda"``, :mod:`bngp.device`); a fit's tensors live on its releases' device, and AUCs
+are computed from CPU copies.
 """
 
 from __future__ import annotations
@@ -196,7 +200,7 @@ def symmetric_eigh(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _mean_auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
-    values = release_aucs(scores.numpy(), labels.numpy())
+    values = release_aucs(scores.cpu().numpy(), labels.cpu().numpy())
     return float(values.mean()) if values.size else 0.5
 
 
@@ -224,7 +228,9 @@ def _centre(releases: torch.Tensor, memberships: torch.Tensor):
 def _intercept(membership_mean: torch.Tensor, prior_mean: np.ndarray | torch.Tensor | None) -> torch.Tensor:
     if prior_mean is None:
         return membership_mean
-    prior = torch.as_tensor(np.asarray(prior_mean, dtype=np.float64)).reshape(-1)
+    if isinstance(prior_mean, torch.Tensor):
+        prior_mean = prior_mean.detach().cpu().numpy()
+    prior = torch.as_tensor(np.asarray(prior_mean, dtype=np.float64)).reshape(-1).to(membership_mean.device)
     if prior.shape != membership_mean.shape:
         raise InputError(f"`prior_mean` must have {membership_mean.numel()} entries (K), got {prior.numel()}.")
     return prior
@@ -257,7 +263,7 @@ def fit_ridge(
         criterion = "validation-auc"
     else:
         n_rows = centred_x.shape[0]
-        rows = torch.from_numpy(np.unique(np.linspace(0, n_rows - 1, min(_LOO_ROWS, n_rows)).astype(np.int64)))
+        rows = torch.from_numpy(np.unique(np.linspace(0, n_rows - 1, min(_LOO_ROWS, n_rows)).astype(np.int64))).to(left.device)
         sub_left = left[rows]
         # exact leave-one-out of ridge with an unpenalised intercept (H includes 1 1^T / R), whose
         # intercept without row i is the shadow mean of the other rows; a known prior mean replaces it
@@ -290,7 +296,8 @@ def fit_whitened(
     n_rows, n_individuals = centred_b.shape
     gram_b = centred_b.T @ centred_b
     jitter = 1e-9 * float(torch.diagonal(gram_b).mean()) + 1e-12
-    signal = torch.linalg.solve(gram_b + jitter * torch.eye(n_individuals, dtype=torch.float64), centred_b.T @ centred_x)
+    identity = torch.eye(n_individuals, dtype=torch.float64, device=centred_b.device)
+    signal = torch.linalg.solve(gram_b + jitter * identity, centred_b.T @ centred_x)
     residual = centred_x - centred_b @ signal
     covariance = residual.T @ residual / max(1, n_rows - n_individuals - 1)
     eigenvalues, basis = symmetric_eigh(covariance)
@@ -411,23 +418,26 @@ def logistic_calibration(
     worse calibration.  ``features`` (n, m) float, ``targets`` (n,) in {0, 1}.  Returns a float64
     tensor of m + 1 entries, the intercept last.
     """
-    x = torch.cat([features.double(), torch.ones((features.shape[0], 1), dtype=torch.float64)], dim=1)
-    y = targets.reshape(-1).double()
-    ridge = torch.full((x.shape[1],), penalty, dtype=torch.float64)
+    device = features.device
+    x = torch.cat([features.double(), torch.ones((features.shape[0], 1), dtype=torch.float64, device=device)], dim=1)
+    y = targets.reshape(-1).double().to(device)
+    ridge = torch.full((x.shape[1],), penalty, dtype=torch.float64, device=device)
     ridge[-1] = 0.0
 
     def objective(params: torch.Tensor) -> float:
         z = x @ params
         return float((torch.nn.functional.softplus(z) - y * z).mean() + 0.5 * (ridge * params**2).sum())
 
-    params = torch.ones(x.shape[1], dtype=torch.float64)
+    params = torch.ones(x.shape[1], dtype=torch.float64, device=device)
     params[-1] = 0.0
     value = objective(params)
     for _ in range(iterations):
         p = torch.sigmoid(x @ params)
         gradient = x.T @ (p - y) / y.numel() + ridge * params
-        hessian = (x * (p * (1 - p))[:, None]).T @ x / y.numel() + torch.diag(ridge) + 1e-12 * torch.eye(x.shape[1], dtype=torch.float64)
-        step = torch.linalg.lstsq(hessian, gradient[:, None]).solution[:, 0]
+        hessian = (x * (p * (1 - p))[:, None]).T @ x / y.numel() + torch.diag(ridge) + 1e-12 * torch.eye(x.shape[1], dtype=torch.float64, device=device)
+        # the (m + 1) x (m + 1) system is solved on the CPU whatever the device: CUDA's lstsq
+        # has only the full-rank QR driver, and the system is too small to gain from a GPU
+        step = torch.linalg.lstsq(hessian.cpu(), gradient[:, None].cpu()).solution[:, 0].to(device)
         length = 1.0
         while length > 1e-6:
             candidate = params - length * step

@@ -1,6 +1,7 @@
 """The trained-defender artifact written into a run directory (``RUN_DIR/defender.pt``).
 
-Contents (all loadable with ``torch.load(..., weights_only=True)``): the defender's
+Contents (all loadable with ``torch.load(..., weights_only=True)``), CPU tensors whatever the
+device the defender was trained on (so a GPU-trained defender loads on a CPU machine): the defender's
 state dict, its architecture, the population fingerprint it was trained on, the membership
 prior, the trade-off weights kappa and the training configuration.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bngp.device import to_cpu
 from bngp.errors import DataFormatError, TrainingError
 from bngp.io_utils import atomic_write, load_torch_payload
 from .network import Defender, DefenderSpec
@@ -49,10 +51,10 @@ class DefenderArtifact:
 
 
 def save_defender(path: str | Path, defender: Defender, fingerprint: str, prior: dict, kappa: np.ndarray, config: dict) -> Path:
-    """Write the artifact atomically."""
+    """Write the artifact atomically, with CPU tensors."""
     payload = {
         "format": "bngp-defender-1",
-        "state_dict": defender.state_dict(),
+        "state_dict": to_cpu(defender.state_dict()),
         "spec": defender.spec.to_dict(),
         "fingerprint": fingerprint,
         "prior": prior,

@@ -142,7 +142,10 @@ class Defender(nn.Module):
         return xi.double() + self.shrink_weight.double() * (self.shrink_target.double() - x_hat.double())
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then e ~ N(0, I_|Q|) with full-rank noise."""
+        """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then e ~ N(0, I_|Q|) with full-rank noise.
+
+        Drawn on ``generator``'s device (the CPU for the toolkit's Generators) whatever the
+        network's device, so the draws do not depend on where G runs; the caller moves r to G."""
         uniform = torch.rand((n, self.spec.noise_dim), generator=generator)
         if not self.spec.full_rank_noise:
             return uniform
@@ -163,9 +166,10 @@ def composed_noise(
 ) -> torch.Tensor:
     """The noise of the composed release [f(D) + N(0, s_1^2 I), ..., f(D) + N(0, s_m^2 I), f(D) + G(b, r)]
     (arXiv:2410.07414, App. L.6): m fixed Gaussian blocks, then G's noise for the last copy of
-    f(D) in ``x_hat`` (B, (m + 1)|Q|)."""
+    f(D) in ``x_hat`` (B, (m + 1)|Q|).  The fixed blocks are drawn from ``generator`` (on the CPU)
+    and moved to G's output device, so the draws do not depend on the device G runs on."""
     xi = defender(b, r, x_hat[:, x_hat.shape[1] - defender.spec.n_outputs :])
     if not fixed_sigmas:
         return xi
-    fixed = [float(sigma) * torch.randn(xi.shape, generator=generator) for sigma in fixed_sigmas]
+    fixed = [(float(sigma) * torch.randn(xi.shape, generator=generator)).to(xi.device) for sigma in fixed_sigmas]
     return torch.cat(fixed + [xi], dim=1)

@@ -2,7 +2,9 @@
 
 The defender G(b, r) of the BNGP game (arXiv:2410.07414, section 3) produces xi for each membership
 vector with fresh randomness r ~ U[0, 1]^q; it is used in eval mode (batch-norm running
-statistics), exactly as it is deployed.
+statistics), exactly as it is deployed.  G is loaded on the CPU (a defender trained on a GPU
+loads on a machine without one); moved to a GPU (``defense.artifact.defender.to("cuda")``) it
+runs there on the same randomness r, drawn from the caller's CPU Generator.
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ class TrainedDefense(Defense):
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         defender = self.artifact.defender
         defender.eval()
+        device = next(defender.parameters()).device
         r = defender.sample_r(b.shape[0], generator)
-        return composed_noise(defender, self.fixed_sigmas, b, r, x_hat, generator)
+        xi = composed_noise(defender, self.fixed_sigmas, b.to(device), r.to(device), x_hat.to(device), generator)
+        return xi.to(x_hat.device)
 
     def describe(self) -> dict:
         return {

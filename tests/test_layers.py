@@ -9,7 +9,7 @@ Each component imports only from its own modules and from components on lower li
     bngp.attacks | bngp.defenses                         siblings: never import each other
     bngp.audit, bngp.release, bngp.ridge, bngp.report
     bngp.metrics, bngp.data
-    bngp.validation, bngp.rng, bngp.run_dir
+    bngp.validation, bngp.rng, bngp.run_dir, bngp.device
     bngp.errors, bngp.io_utils, bngp.timing
 
 and the module graph has no cycles.  ``bngp.audit`` (scores -> bounds) needs only numpy/scipy.
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = {
     "bngp.errors": 0, "bngp.io_utils": 0, "bngp.timing": 0,
-    "bngp.validation": 1, "bngp.rng": 1, "bngp.run_dir": 1,
+    "bngp.validation": 1, "bngp.rng": 1, "bngp.run_dir": 1, "bngp.device": 1,
     "bngp.metrics": 2, "bngp.data": 2,
     "bngp.audit": 3, "bngp.release": 3, "bngp.ridge": 3, "bngp.report": 3,
     "bngp.attacks": 4, "bngp.defenses": 4,

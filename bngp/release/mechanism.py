@@ -7,7 +7,9 @@ boxes M(b, xi) and several of them can be composed; one generator is trained ove
 them through :class:`ComposedMechanism`, whose output is the concatenation of its parts.
 
 Everything works on batches: b is (B, K), noise and releases are (B, n_outputs), as float32
-torch tensors so that a defender can be trained through the mechanism.
+torch tensors so that a defender can be trained through the mechanism.  The genotype matrix lives
+on the CPU unless a device is given (a game trained on a GPU, :mod:`bngp.device`); the
+memberships must then be on that device too.
 """
 
 from __future__ import annotations
@@ -76,6 +78,11 @@ class Mechanism(ABC):
     def statistic(self, b: torch.Tensor) -> torch.Tensor:
         """The un-noised statistic f(D) for a batch of memberships, shape (B, n_outputs)."""
 
+    @property
+    def device(self) -> torch.device:
+        """The device f(D) is computed on (memberships must be there)."""
+        return torch.device("cpu")
+
     def release(self, b: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """x = clip(f(D) + xi, 0, 1) for a batch; differentiable in ``noise``."""
         if noise.shape[-1] != self.n_outputs:
@@ -88,10 +95,15 @@ class Mechanism(ABC):
 
 
 class SummaryStatistics(Mechanism):
-    """f(D) = allele (carrier) frequencies of the members, section 2.2."""
+    """f(D) = allele (carrier) frequencies of the members, section 2.2; the genotype matrix is
+    kept on ``device`` (default the CPU)."""
 
-    def __init__(self, genotypes: np.ndarray | torch.Tensor) -> None:
+    def __init__(self, genotypes: np.ndarray | torch.Tensor, device: torch.device | str | None = None) -> None:
+        if isinstance(genotypes, torch.Tensor):
+            genotypes = genotypes.detach().cpu()
         self.genotypes = torch.as_tensor(np.asarray(genotypes), dtype=torch.float32)
+        if device is not None:
+            self.genotypes = self.genotypes.to(device)
         if self.genotypes.ndim != 2:
             raise InputError(f"`genotypes` must be 2-D, got shape {tuple(self.genotypes.shape)}.")
         self.n_individuals, self.n_outputs = (int(s) for s in self.genotypes.shape)
@@ -100,6 +112,10 @@ class SummaryStatistics(Mechanism):
         if b.shape[-1] != self.n_individuals:
             raise InputError(f"`b` must have {self.n_individuals} columns, got {b.shape[-1]}.")
         return allele_frequencies(b, self.genotypes)
+
+    @property
+    def device(self) -> torch.device:
+        return self.genotypes.device
 
 
 class ComposedMechanism(Mechanism):
@@ -122,6 +138,10 @@ class ComposedMechanism(Mechanism):
 
     def statistic(self, b: torch.Tensor) -> torch.Tensor:
         return torch.cat([part.statistic(b) for part in self.parts], dim=1)
+
+    @property
+    def device(self) -> torch.device:
+        return self.parts[0].device
 
     def release(self, b: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         if noise.shape[-1] != self.n_outputs:

@@ -33,11 +33,14 @@ class NoiseSource(Protocol):
         ...
 
 
-def release_mechanism(genotypes: np.ndarray | torch.Tensor, composition: int = 1) -> Mechanism:
+def release_mechanism(
+    genotypes: np.ndarray | torch.Tensor, composition: int = 1, device: torch.device | str | None = None
+) -> Mechanism:
     """f(D) = allele frequencies of the members, or ``composition`` copies of it concatenated
-    (Theorem 5: the composed mechanism's output is the concatenation of its parts)."""
+    (Theorem 5: the composed mechanism's output is the concatenation of its parts), computed on
+    ``device`` (default the CPU; the BNGP game puts it on its networks' device)."""
     composition = check_positive_int("composition", composition)
-    statistic = SummaryStatistics(genotypes)
+    statistic = SummaryStatistics(genotypes, device)
     return statistic if composition == 1 else ComposedMechanism([statistic] * composition)
 
 
@@ -48,14 +51,19 @@ def sample_releases(
     b: np.ndarray | torch.Tensor,
     generator: torch.Generator,
 ) -> np.ndarray:
-    """Releases x = clip(f(D) + xi, 0, 1) for each row of ``b``, as a float64 (B, n_outputs) array."""
+    """Releases x = clip(f(D) + xi, 0, 1) for each row of ``b``, as a float64 (B, n_outputs) array.
+
+    ``b`` is put on the mechanism's device and the defense draws its noise from ``generator``
+    (a CPU Generator); the releases come back to the CPU whatever the device."""
     parts = len(mechanism.parts) if isinstance(mechanism, ComposedMechanism) else 1
     if defense.composition != parts:
         raise InputError(
             f"the defense perturbs {defense.composition} copies of the statistic but the mechanism has {parts}; "
             "build it with release_mechanism(genotypes, defense.composition)."
         )
-    b_tensor = torch.as_tensor(np.asarray(b), dtype=torch.float32)
+    if isinstance(b, torch.Tensor):
+        b = b.detach().cpu()
+    b_tensor = torch.as_tensor(np.asarray(b), dtype=torch.float32).to(mechanism.device)
     x_hat = mechanism.statistic(b_tensor)
     xi = defense.noise(b_tensor, x_hat, generator)
-    return mechanism.release(b_tensor, xi).double().numpy()
+    return mechanism.release(b_tensor, xi).double().cpu().numpy()

@@ -10,10 +10,10 @@ import torch
 __all__ = ["matmul_peak_flops", "peak_memory_gib", "linear_flops"]
 
 
-def matmul_peak_flops(size: int = 2048, repeats: int = 8) -> float:
-    """Float32 matmul throughput (FLOP/s) of this machine, measured now with torch's threads."""
-    a = torch.randn(size, size)
-    b = torch.randn(size, size)
+def matmul_peak_flops(size: int = 2048, repeats: int = 8, dtype: torch.dtype = torch.float32) -> float:
+    """Matmul throughput (FLOP/s) of this machine in ``dtype``, measured now with torch's threads."""
+    a = torch.randn(size, size, dtype=dtype)
+    b = torch.randn(size, size, dtype=dtype)
     for _ in range(2):
         a @ b
     best = float("inf")

@@ -10,7 +10,7 @@ bound.  The machine may be shared, so every timing is the best of ``--repeats`` 
 
 Usage::
 
-    OMP_NUM_THREADS=1 python experiments/bench_audit.py [--scores 1000000] [--repeats 3]
+    OMP_NUM_THREADS=1 python experiments/benchmarks/audit.py [--scores 1000000] [--repeats 3]
         [--naive] [--out bench_audit.json]
 """
 

@@ -22,7 +22,7 @@ process's maximum resident set size (it includes the Python/torch runtime).
 
 Usage::
 
-    OMP_NUM_THREADS=1 python experiments/bench_attacks.py [--targets 2500 --releases 100 --snvs 100000]
+    OMP_NUM_THREADS=1 python experiments/benchmarks/attacks.py [--targets 2500 --releases 100 --snvs 100000]
         [--repeats 3] [--threads 1] [--out results.json]
 """
 

@@ -1,0 +1,249 @@
+"""Where the time of a BNGP training run goes, and how it grows with K and |Q|.
+
+For each size (K individuals, |Q| attributes, N = K/2 members), one process trains the default
+game (``bngp.game.GameConfig()``, arXiv:2410.07414 App. L.8, with the trainer's refits and
+defender selection) for ``--steps`` defender steps plus the fresh-attacker check, and reads the
+per-phase wall times the trainer records (``summary.timings``, :class:`bngp.timing.PhaseTimer`).
+Per phase it reports:
+
+- seconds per call, and the calls of a default run (1,500 steps, a refit every 25 steps, an
+  evaluation every 50, a checkpoint every 250, one fresh-attacker check): the projected wall
+  time of the default budget is their product summed over phases;
+- FLOPs counted from the layer sizes (a Linear layer: 2 * batch * in * out forward, twice that
+  backward; f(D) = b Z: 2 * batch * K * |Q|; the ridge refit in float64: the Gram matrix of the
+  smaller side, its eigendecomposition, ~4 r^3 with r = min(rows, columns), and the back
+  projection), and the achieved throughput as a fraction of the matmul throughput of this
+  machine measured in the same process (float32 for the networks, float64 for the ridge fits);
+- the process's peak resident memory.
+
+The per-step time and the refit time are then fitted as c * size^alpha along K (|Q| fixed) and
+along |Q| (K fixed): alpha is the scaling exponent.  Populations are independent SNVs
+(:func:`bngp.data.independent.simulate_independent`): the timing does not depend on linkage.
+
+Usage::
+
+    OMP_NUM_THREADS=1 python experiments/benchmarks/game_phases.py [--steps 50] [--threads 1] \
+        [--sizes 100x1000,200x1000,400x1000,200x500,200x2000,800x5000] [--out experiments/results/benchmarks]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import linear_flops, matmul_peak_flops, peak_memory_gib  # noqa: E402
+
+DEFAULT_SIZES = "100x1000,200x1000,400x1000,200x500,200x2000,800x5000"
+#: sizes of the acceptance targets: (K, |Q|) -> target wall seconds of a default run.
+TARGETS = {(200, 1000): 90.0, (800, 5000): 15 * 60.0}
+PHASES = ("refit: releases", "refit: fit", "selection", "attacker steps", "defender step", "held-out evaluation",
+          "checkpoint", "fresh-attacker check")
+
+
+def default_calls(config) -> dict[str, float]:
+    """Calls of each phase in a run of ``config`` (its own steps and schedule)."""
+    refits = config.steps / config.attacker_refit_every + 2  # the schedule, the final scoring, a restore
+    return {
+        "refit: releases": refits,
+        "refit: fit": refits,
+        "selection": refits - 1,
+        "attacker steps": config.steps,
+        "defender step": config.steps,
+        "held-out evaluation": config.steps / config.eval_every,
+        "checkpoint": config.steps / config.checkpoint_every + 1,
+        "fresh-attacker check": 1.0 if config.fresh_check_steps else 0.0,
+    }
+
+
+def _svd_flops(rows: int, columns: int) -> float:
+    """thin_svd through the Gram matrix of the smaller side: Gram, eigh (~4 r^3), back projection."""
+    r = min(rows, columns)
+    return 2.0 * rows * columns * r + 4.0 * r**3 + 2.0 * rows * columns * r
+
+
+def phase_flops(game, refit_rows: int) -> dict[str, float]:
+    """FLOPs of one call of each phase, counted from the layer sizes (module docstring)."""
+    config = game.config
+    batch = config.batch_size
+    per_sample_defender = linear_flops(game.defender, 1)
+    per_sample_attacker = linear_flops(game.attacker, 1)
+    statistic = 2.0 * game.population.n_individuals * game.mechanism.n_outputs
+    release = per_sample_defender + statistic
+    validation = 500
+    return {
+        "refit: releases": (refit_rows + validation) * release,
+        "refit: fit": _svd_flops(refit_rows, game.mechanism.n_outputs),
+        "selection": validation * per_sample_attacker,
+        "attacker steps": config.attacker_steps * batch * (release + 3 * per_sample_attacker),
+        "defender step": batch * (3 * per_sample_defender + statistic + 3 * per_sample_attacker),
+        "held-out evaluation": config.eval_batch * (release + per_sample_attacker),
+    }
+
+
+def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps: int, threads: int, seed: int) -> dict:
+    """Train one size in this process and return its phase record."""
+    import torch
+
+    from bngp.data.independent import simulate_independent
+    from bngp.data.priors import UniformSubsetPrior
+    from bngp.game import Game, GameConfig
+    from bngp.ridge import default_shadow_releases
+
+    torch.set_num_threads(threads)
+    peak32 = matmul_peak_flops()
+    peak64 = matmul_peak_flops(dtype=torch.float64)
+    population = simulate_independent(individuals, individuals, attributes, seed=seed)
+    members = individuals // 2
+    config = GameConfig(kappa=1.5, steps=steps, fresh_check_steps=fresh_check_steps, seed=seed)
+    game = Game(population, UniformSubsetPrior(individuals, members), config)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as work:
+        summary = game.train(Path(work) / "run", progress=False)
+    wall = time.perf_counter() - started
+    refit_rows = config.refit_releases or default_shadow_releases(individuals, game.mechanism.n_outputs)
+    flops = phase_flops(game, refit_rows)
+    budget_calls = default_calls(GameConfig())
+    phases = {}
+    for name in PHASES:
+        timing = summary.timings.get(name)
+        if timing is None:
+            continue
+        per_call = timing["seconds"] / timing["calls"]
+        record = {"seconds": timing["seconds"], "calls": timing["calls"], "seconds_per_call": per_call,
+                  "default_calls": budget_calls[name], "default_seconds": per_call * budget_calls[name]}
+        if name in flops:
+            gflops = flops[name] / per_call / 1e9
+            peak = peak64 if name == "refit: fit" else peak32
+            record.update(gflop_per_call=flops[name] / 1e9, gflops=gflops, fraction_of_matmul=gflops * 1e9 / peak)
+        phases[name] = record
+    return {
+        "individuals": individuals,
+        "attributes": attributes,
+        "members": members,
+        "steps": steps,
+        "fresh_check_steps": fresh_check_steps,
+        "refit_rows": refit_rows,
+        "threads": threads,
+        "matmul_gflops_float32": peak32 / 1e9,
+        "matmul_gflops_float64": peak64 / 1e9,
+        "wall_seconds": wall,
+        "projected_default_seconds": sum(p["default_seconds"] for p in phases.values()),
+        "peak_memory_gib": peak_memory_gib(),
+        "phases": phases,
+        "in_game_auc": summary.in_game_auc,
+        "strongest_fresh_auc": summary.strongest_fresh_auc,
+        "utility_loss": summary.utility_loss,
+        "seed": seed,
+    }
+
+
+def _exponent(sizes: list[float], seconds: list[float]) -> float | None:
+    """alpha of seconds ~ c * size^alpha (least squares on logs); None with fewer than 3 sizes."""
+    if len(sizes) < 3:
+        return None
+    return float(np.polyfit(np.log(sizes), np.log(seconds), 1)[0])
+
+
+def scaling(records: list[dict]) -> dict:
+    """Exponents of the per-step and per-refit times along K (|Q| = 1000) and along |Q| (K = 200)."""
+    out = {}
+    for axis, fixed_key, fixed, key in (("K", "attributes", 1000, "individuals"), ("|Q|", "individuals", 200, "attributes")):
+        rows = sorted((r for r in records if r[fixed_key] == fixed), key=lambda r: r[key])
+        sizes = [r[key] for r in rows]
+        step = [(r["phases"]["attacker steps"]["seconds_per_call"] + r["phases"]["defender step"]["seconds_per_call"])
+                for r in rows]
+        refit = [r["phases"]["refit: releases"]["seconds_per_call"] + r["phases"]["refit: fit"]["seconds_per_call"]
+                 for r in rows]
+        out[axis] = {"sizes": sizes, "step_seconds": step, "refit_seconds": refit,
+                     "step_exponent": _exponent(sizes, step), "refit_exponent": _exponent(sizes, refit)}
+    return out
+
+
+def markdown(report: dict) -> str:
+    lines = [
+        "# Where the training time goes",
+        "",
+        f"`{report['command']}` (seed {report['seed']}, {report['threads']} thread(s)). Default game "
+        "(`GameConfig()`, kappa 1.5); each size trained for the given steps plus the default fresh-attacker "
+        "check; the default-budget time is seconds per call x the calls of a 1,500-step run. "
+        "`of peak`: achieved FLOP/s over the matmul FLOP/s measured in the same process (float32 for the "
+        "networks, float64 for the ridge fit).",
+        "",
+    ]
+    for record in report["records"]:
+        target = TARGETS.get((record["individuals"], record["attributes"]))
+        verdict = "" if target is None else (
+            f"; target <= {target:.0f} s: {'met' if record['projected_default_seconds'] <= target else 'NOT met'}")
+        lines += [
+            f"## K = {record['individuals']}, |Q| = {record['attributes']}, N = {record['members']}",
+            "",
+            f"matmul {record['matmul_gflops_float32']:.1f} GFLOP/s (float32), {record['matmul_gflops_float64']:.1f} "
+            f"(float64); measured run {record['wall_seconds']:.1f} s ({record['steps']} steps); peak memory "
+            f"{record['peak_memory_gib']:.2f} GiB; **projected default run {record['projected_default_seconds']:.0f} s**"
+            f"{verdict}; refit on {record['refit_rows']} releases.",
+            "",
+            "| phase | s / call | calls (default) | s (default) | share | GFLOP / call | GFLOP/s | of peak |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        total = record["projected_default_seconds"]
+        for name, phase in record["phases"].items():
+            flop = (f"{phase['gflop_per_call']:.3g} | {phase['gflops']:.1f} | {phase['fraction_of_matmul']:.2f}"
+                    if "gflops" in phase else "- | - | -")
+            lines.append(f"| {name} | {phase['seconds_per_call']:.4f} | {phase['default_calls']:.0f} | "
+                         f"{phase['default_seconds']:.1f} | {phase['default_seconds'] / total:.0%} | {flop} |")
+        lines.append("")
+    lines += ["## Scaling", "", "| along | sizes | s / step | step exponent | s / refit | refit exponent |",
+              "|---|---|---|---|---|---|"]
+    for axis, row in report["scaling"].items():
+        fmt = lambda values: ", ".join(f"{v:.3g}" for v in values)  # noqa: E731
+        exp = lambda value: "-" if value is None else f"{value:.2f}"  # noqa: E731
+        lines.append(f"| {axis} | {fmt(row['sizes'])} | {fmt(row['step_seconds'])} | {exp(row['step_exponent'])} | "
+                     f"{fmt(row['refit_seconds'])} | {exp(row['refit_exponent'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated KxQ sizes (default: %(default)s)")
+    parser.add_argument("--steps", type=int, default=50, help="defender steps measured per size (default: %(default)s)")
+    parser.add_argument("--fresh-check-steps", type=int, default=1000, help="(default: %(default)s, the GameConfig default)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
+    parser.add_argument("--out", default="experiments/results/benchmarks", help="output folder (default: %(default)s)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # KxQ: measure one size in this process, JSON on stdout
+    args = parser.parse_args(argv)
+    if args.one:
+        k, q = (int(v) for v in args.one.split("x"))
+        print(json.dumps(measure_one(k, q, args.steps, args.fresh_check_steps, args.threads, args.seed)))
+        return 0
+    from bngp.io_utils import write_json, write_text
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records = []
+    for size in args.sizes.split(","):
+        command = [sys.executable, __file__, "--one", size, "--steps", str(args.steps), "--threads", str(args.threads),
+                   "--fresh-check-steps", str(args.fresh_check_steps), "--seed", str(args.seed)]
+        print(f"[game_phases] {size}: training {args.steps} steps ...", file=sys.stderr, flush=True)
+        result = subprocess.run(command, capture_output=True, text=True, check=True)
+        record = json.loads(result.stdout.strip().splitlines()[-1])
+        records.append(record)
+        print(f"[game_phases] {size}: {record['wall_seconds']:.1f} s, projected default {record['projected_default_seconds']:.0f} s",
+              file=sys.stderr, flush=True)
+        report = {"command": "python experiments/benchmarks/game_phases.py " + " ".join(argv or sys.argv[1:]),
+                  "seed": args.seed, "threads": args.threads, "records": records, "scaling": scaling(records)}
+        write_json(out / "game_phases.json", report)  # after every size: a long run keeps what it measured
+        write_text(out / "game_phases.md", markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
