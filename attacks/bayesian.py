@@ -4,7 +4,9 @@ A cross-entropy attacker network H(x) (see :class:`bngp.attacks.network.Attacker
 releases the attacker simulates itself against the (frozen, known) defense on the known
 population: the minimiser of the expected cross-entropy is the posterior P(b_k = 1 | x)
 (Lemma 3), so its scores are posterior log-odds.  Orientation needs no choice: the training
-objective itself makes higher = more likely member.
+objective itself makes higher = more likely member.  The network trains and scores on the
+attack's device (:meth:`BayesianAttack.set_device`, default the CPU); its shadow releases are
+simulated as on the CPU, so they do not depend on the device.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 from .base import Attack, AttackKnowledge
 from .registry import register_attack
 from .training import AttackerTrainingConfig, train_attacker
+from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from .network import Attacker, AttackerSpec
 from bngp.rng import spawn_seeds
@@ -36,11 +39,23 @@ class BayesianAttack(Attack):
         "trained by cross-entropy, so scores are posterior log-odds (no threshold or flip chosen)"
     )
 
-    def __init__(self, config: AttackerTrainingConfig | None = None, progress: bool = False) -> None:
+    def __init__(
+        self, config: AttackerTrainingConfig | None = None, progress: bool = False, device: DeviceName | torch.device = "cpu"
+    ) -> None:
         self.config = config or AttackerTrainingConfig()
         self.progress = progress
+        #: where the network trains and scores (:func:`bngp.device.resolve_device`).
+        self.device = resolve_device(device)
         self.attacker_: Attacker | None = None
         self._rows: dict[bytes, int] = {}
+
+    def set_device(self, device: DeviceName | torch.device) -> "BayesianAttack":
+        """Train (and score with) the attacker network on ``device``; returns self.  A fitted
+        attacker is moved there too."""
+        self.device = resolve_device(device)
+        if self.attacker_ is not None:
+            self.attacker_.to(self.device)
+        return self
 
     def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
         population = np.asarray(knowledge.population, dtype=np.uint8)
@@ -72,6 +87,7 @@ class BayesianAttack(Attack):
             theta=theta,
             progress=self.progress,
             description="bayesian attacker",
+            device=self.device,
         )
         self._rows = {row.tobytes(): i for i, row in enumerate(population)}
 
@@ -98,5 +114,5 @@ class BayesianAttack(Attack):
         except KeyError as exc:
             raise DataFormatError("the bayesian attacker can only score individuals of its known population.") from exc
         with torch.no_grad():
-            logits = self.attacker_(torch.as_tensor(releases)).numpy().astype(np.float64)
+            logits = self.attacker_(torch.as_tensor(releases).to(self.device)).cpu().numpy().astype(np.float64)
         return logits[:, columns]

@@ -3,7 +3,9 @@
 The attacker minimises the expected cross-entropy E_{b ~ sigma, xi ~ g(.|b)} CEL(H(x), b),
 whose minimiser is the posterior P(b | x) (Lemma 3).  Used for the fresh attacker of an
 evaluation ("BNGP(A)": a new attacker trained on fresh draws against the frozen defender)
-and for the trainer's end-of-training check.
+and for the trainer's end-of-training check.  The network trains on the device it is given
+(:mod:`bngp.device`); it is initialised on the CPU from its seed, and the batches are drawn
+by the caller's sampler and moved to the device, so the draws are the same on every device.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
 from bngp.rng import seeded_torch
 from .network import ATTACKER_INITS, Attacker, AttackerInit, AttackerSpec, block_inversion_head
@@ -106,6 +109,7 @@ def train_attacker(
     theta: np.ndarray | None = None,
     progress: bool = False,
     description: str = "fresh attacker",
+    device: DeviceName | torch.device = "cpu",
 ) -> Attacker:
     """Train a new attacker for ``config.steps`` steps on batches from ``sample``.
 
@@ -119,23 +123,33 @@ def train_attacker(
     (see :class:`bngp.attacks.network.Attacker`).  Every ``validate_every`` steps the cross-entropy on
     ``validation_draws`` held-out simulated draws is measured and the best state (the
     initialisation included) is kept, so training can only improve on the warm start.
-    Returns the attacker in eval mode.
+
+    The attacker, the warm-start fits and the training run on ``device`` ("auto", "cpu",
+    "cuda" or a ``torch.device``); its initial weights (drawn on the CPU from ``seed``) and the
+    batches of ``sample`` do not depend on it.  Returns the attacker in eval mode, on ``device``.
     """
+    device = resolve_device(device)
+
+    def draw(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x, b = sample(n)
+        return x.to(device), b.to(device)
+
     with seeded_torch(seed):
         attacker = Attacker(spec)
+    attacker.to(device)
     if spec.init == "reconstruction":
         attacker.initialise_from_population(population, n_members, theta)
-    validation_x, validation_b = sample(config.validation_draws)
+    validation_x, validation_b = draw(config.validation_draws)
     loss_fn = nn.BCEWithLogitsLoss()
     if spec.init == "shadow-ridge":
         validation = (validation_x, validation_b)
         if config.shadow_releases is not None:
-            x, b = sample(config.shadow_releases)
+            x, b = draw(config.shadow_releases)
             fit, curve = fit_ridge(x, b, validation, prior_mean=theta), None
         else:
             start = default_shadow_releases(spec.n_individuals, spec.n_outputs)
             maximum = max_shadow_releases(spec.n_individuals, spec.n_outputs)
-            draws = SharedDraws(sample)
+            draws = SharedDraws(draw)
             fit, curve = fit_converged(
                 partial(fit_ridge, prior_mean=theta), draws.reader(), start=start, maximum=maximum, validation=validation
             )
@@ -150,7 +164,7 @@ def train_attacker(
     best = _validation_loss(attacker, validation_x, validation_b, loss_fn), copy.deepcopy(attacker.state_dict())
     attacker.train()
     for step in tqdm(range(config.steps), desc=description, disable=not progress, leave=False):
-        x, b = sample(config.batch_size)
+        x, b = draw(config.batch_size)
         loss = loss_fn(attacker(x), b)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()

@@ -57,7 +57,7 @@ def resolve_device(name: "DeviceName | torch.device") -> "torch.device":
         raise InputError(f"`device` must be one of {', '.join(DEVICE_NAMES)}, got {str(name)!r}.")
     if not torch.cuda.is_available():
         raise InputError("`device` cuda was asked for, but CUDA is not available here (torch.cuda.is_available() is "
-                         "false); use --device cpu or auto.")
+                         "false); use cpu or auto.")
     index = name.index if isinstance(name, torch.device) and name.index is not None else torch.cuda.current_device()
     if not 0 <= index < torch.cuda.device_count():
         raise InputError(f"`device` cuda:{index} does not exist here ({torch.cuda.device_count()} CUDA devices).")
@@ -67,7 +67,7 @@ def resolve_device(name: "DeviceName | torch.device") -> "torch.device":
 def to_cpu(payload: Any) -> Any:
     """``payload`` with every tensor in it (nested dicts, lists, tuples) moved to the CPU, for
     the files a run writes.  Dicts keep their type and attributes (a state dict's ``_metadata``);
-    on the CPU the tensors are the same objects, so the file is the one it always was."""
+    on the CPU the tensors are the same objects, so a CPU run saves what it always saved."""
     import torch
 
     if isinstance(payload, torch.Tensor):

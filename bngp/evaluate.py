@@ -20,6 +20,11 @@ For one population, membership prior and defense:
    dataset's own signal).  A defense is only useful where it is closer to f(D) than t.
 
 The stacked attacker (``stacked``) is fitted last and pools every other fitted attack.
+
+The attacks that train a network (the Bayesian attacker) train it on ``device``
+(:mod:`bngp.device`); the releases, the defense's noise and the closed-form attacks stay on
+the CPU, so the evaluation draws are the same on every device.  The record says which device
+was used (``device``: ``"cpu"`` or ``"cuda:0"``).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from bngp.attacks.composed import for_composition
 from bngp.attacks.stacking import StackedAttack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
+from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
 from bngp.metrics import bgp_risk, binary_entropy, membership_metrics
 from bngp.rng import spawn_seeds, torch_generator
@@ -69,6 +75,7 @@ class EvaluationResult:
         releases: R.
         utility: :func:`utility_record` of the releases (step 5).
         notes: warnings about the result (an analytic attack beating the Bayesian attacker).
+        device: where the attacks that train a network ran, ``"cpu"`` or ``"cuda:0"``.
     """
 
     defense: dict
@@ -80,6 +87,7 @@ class EvaluationResult:
     releases: int
     utility: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "notes", tuple(self.notes))
@@ -107,6 +115,7 @@ class EvaluationResult:
             "utility": self.utility,
             "releases": self.releases,
             "seed": self.seed,
+            "device": self.device,
             "attacks": self.attacks,
             "strongest_attack": {"name": strongest, "auc": self.attacks[strongest]["auc"]},
             "notes": list(self.notes),
@@ -154,6 +163,7 @@ def evaluate_defense(
     n_members: int | None = None,
     kappa: np.ndarray | None = None,
     progress: bool = False,
+    device: DeviceName | torch.device = "cpu",
 ) -> EvaluationResult:
     """Evaluate ``attacks`` (names or fitted-able instances) against ``defense``.
 
@@ -169,7 +179,11 @@ def evaluate_defense(
         n_members: dataset size n known to the attacks (None when the prior has no fixed n).
         kappa: per-attribute weights for the reported weighted utility loss (optional).
         progress: one line per attack on stderr as it is fitted and scored.
+        device: "auto", "cpu", "cuda" or a ``torch.device``: where the attacks that train a
+            network (the Bayesian attacker) train and score (:meth:`bngp.attacks.base.Attack.set_device`,
+            applied to every attack, those given as instances included); the others run on the CPU.
     """
+    device = resolve_device(device)
     if releases < 2:
         raise InputError(f"`releases` must be >= 2, got {releases}.")
     mechanism = release_mechanism(population.genotypes, defense.composition)
@@ -183,7 +197,7 @@ def evaluate_defense(
     deviation = np.abs(x - x_hat)
     data_independent = mechanism.statistic(torch.as_tensor(prior.marginals, dtype=torch.float32)[None]).double().numpy()[0]
     instances = attacks if isinstance(attacks, dict) else {name: get_attack(name) for name in attacks}
-    instances = {name: for_composition(attack, knowledge.composition) for name, attack in instances.items()}
+    instances = {name: for_composition(attack, knowledge.composition).set_device(device) for name, attack in instances.items()}
     instances = dict(sorted(instances.items(), key=lambda item: isinstance(item[1], StackedAttack)))  # stacking last
     described = defense.describe()
     if kappa is not None:
@@ -236,6 +250,7 @@ def evaluate_defense(
         releases=releases,
         utility=utility_record(x, x_hat, data_independent),
         notes=_attack_gap_notes(entries),
+        device=str(device),
     )
 
 

@@ -2,7 +2,7 @@
 
     bngp audit-mechanism --population POP.npz --defense SPEC --mode one-run|many-run|panoramia \\
         --canaries M --members N --attack NAME [--runs R] [--confidence C] [--delta D] \\
-        [--neighbouring auto|replace|add-remove] [--seed S] --out AUDIT.json
+        [--neighbouring auto|replace|add-remove] [--seed S] [--device auto|cpu|cuda] --out AUDIT.json
 
 AUDIT.json has ``epsilon_lb`` with the defense's claimed guarantee next to it
 (``claimed_epsilon``, ``claimed_delta``, ``bound_exceeds_claim``), the method's records, the
@@ -22,7 +22,8 @@ import time
 
 from bngp.cli import COMMANDS
 from bngp.mechanism_audit import DEFAULT_RUNS, MODES, NEIGHBOURING, audit_mechanism
-from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
+from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_population_and_prior
+from bngp.device import resolve_device
 from bngp.io_utils import write_json
 from bngp.validation import check_output_file
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
@@ -42,6 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         ),
     )
     add_threads_arg(parser)
+    add_device_arg(parser, "an attack that trains a network (bayesian)")
     add_population_args(parser, members=False)
     parser.add_argument(
         "--members",
@@ -94,6 +96,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     """Load, build the defense, audit, write AUDIT.json atomically, print a one-line summary."""
     start = time.perf_counter()
+    device = resolve_device(args.device)
     check_output_file("--out", args.out, parent_must_exist=False)
     population, _ = load_population_and_prior(args.population, args.members)
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
@@ -110,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         neighbouring=args.neighbouring,
         seed=args.seed,
         progress=not args.quiet,
+        device=device,
     )
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense

@@ -10,11 +10,12 @@ import numpy as np
 from bngp.data.npz import load_population
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
+from bngp.device import DEVICE_NAMES
 from bngp.errors import DataFormatError, InputError
 from bngp.validation import check_readable_file
 
-__all__ = ["add_population_args", "add_threads_arg", "default_threads", "set_threads", "load_population_and_prior",
-           "load_kappa_file"]
+__all__ = ["add_population_args", "add_threads_arg", "add_device_arg", "default_threads", "set_threads",
+           "load_population_and_prior", "load_kappa_file"]
 
 
 def default_threads() -> int:
@@ -30,6 +31,15 @@ def add_threads_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=default_threads(), metavar="T",
                         help=f"CPU threads for torch and BLAS (default {default_threads()}: 1 on machines of up to "
                              "2 cores, else half the cores, at most 8)")
+
+
+def add_device_arg(parser: argparse.ArgumentParser, what: str) -> None:
+    """--device auto|cpu|cuda: where ``what`` runs (:mod:`bngp.device`; auto = CUDA when
+    available, else the CPU).  The command resolves it before any work, so that asking for CUDA
+    on a machine without it is a one-line error; random draws do not depend on the device."""
+    parser.add_argument("--device", choices=DEVICE_NAMES, default="auto",
+                        help=f"where {what} runs: auto (cuda when available, else cpu), cpu or cuda; "
+                             "random draws are the same on every device")
 
 
 def set_threads(threads: int) -> None:

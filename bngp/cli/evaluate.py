@@ -9,7 +9,8 @@ import numpy as np
 
 from bngp.cli import COMMANDS
 from bngp.attacks.registry import parse_attack_names
-from bngp.cli.common import add_population_args, add_threads_arg, load_population_and_prior
+from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_population_and_prior
+from bngp.device import resolve_device
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
 from bngp.io_utils import atomic_write, write_json, write_text
@@ -23,6 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "evaluate",
         help=COMMANDS["evaluate"][1],)
     add_threads_arg(parser)
+    add_device_arg(parser, "the Bayesian attacker's network")
     add_population_args(parser)
     parser.add_argument("--defense", required=True, metavar="SPEC",
                         help="none | run:RUN_DIR | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | rr:epsilon=E ...")
@@ -37,6 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    device = resolve_device(args.device)
     out = check_output_file("--out", args.out, parent_must_exist=False)
     plot_path = check_output_file("--plot", args.plot or out.with_suffix(".png"), parent_must_exist=False)
     check_output_file("--out", out.with_suffix(".md"), parent_must_exist=False)
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     parse_attack_names(args.attacks)  # unknown names fail before any work
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
     result = evaluate_defense(population, prior, defense, args.attacks, releases=args.releases, seed=args.seed,
-                              n_members=args.members, progress=not args.quiet)
+                              n_members=args.members, progress=not args.quiet, device=device)
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense
     plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,

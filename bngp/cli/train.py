@@ -6,7 +6,8 @@ import argparse
 import json
 
 from bngp.cli import COMMANDS
-from bngp.cli.common import add_population_args, add_threads_arg, load_kappa_file, load_population_and_prior
+from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_kappa_file, load_population_and_prior
+from bngp.device import resolve_device
 from bngp.errors import InputError
 from bngp.data.population import Population
 from bngp.game import KAPPA_MAX, OBJECTIVES, Game, GameConfig
@@ -20,6 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "train",
         help=COMMANDS["train"][1],)
     add_threads_arg(parser)
+    add_device_arg(parser, "training (the defender and attacker networks, the in-game refits)")
     add_population_args(parser)
     parser.add_argument("--kappa", type=float, default=0.0, help="privacy-utility trade-off weight (>= 0)")
     parser.add_argument("--kappa-file", metavar="W.npy", help="per-attribute weights kappa_j (overrides --kappa)")
@@ -64,6 +66,7 @@ def composed_gaussian_sigmas(specs: list[str], population: Population, n_members
 
 
 def run(args: argparse.Namespace) -> int:
+    device = resolve_device(args.device)  # before any work: no run directory without the device
     if not (0 <= args.kappa <= KAPPA_MAX):
         raise InputError(f"`--kappa` must be in [0, {KAPPA_MAX:g}], got {args.kappa}.")
     if args.objective != "preference" and args.budget is None:
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         fresh_check_steps=args.fresh_check_steps,
         seed=args.seed,
     )
-    game = Game(population, prior, config)
+    game = Game(population, prior, config, device=device)
     summary = game.train(args.out, resume=args.resume, force=args.force, progress=not args.quiet)
     report = {
         "run": args.out,
@@ -99,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         "fresh_attacker_auc": summary.fresh_attacker_auc,
         "strongest_fresh_auc": summary.strongest_fresh_auc,
         "collapse_warning": summary.collapse.warning,
+        "device": str(device),
     }
     if config.fixed_gaussian_sigmas:
         report["composed_gaussian_sigmas"] = list(config.fixed_gaussian_sigmas)

@@ -10,6 +10,15 @@ the defender state that does best against a freshly refitted attacker is kept
 Everything random is drawn from torch Generators seeded from streams spawned from the run's
 seed and saved in checkpoints, so a run resumed from a checkpoint reproduces the uninterrupted
 run exactly.
+
+The networks G and H, the mechanism's genotype matrix, kappa and the in-game ridge refits live
+on the run's device (``device=``, :mod:`bngp.device`); the Generators stay on the CPU and every
+draw (memberships b, the defender's randomness r, the fixed Gaussian noise) is made there and
+then moved to the device, so a CUDA run draws exactly what the CPU run draws and differs from it
+only by floating-point rounding.  Checkpoints and ``defender.pt`` hold CPU tensors (a defender
+trained on a GPU loads on a machine without one), and a run resumed on another device continues
+from the same state.  ``config.json`` records the device (``"cpu"`` or ``"cuda:0"``); it is not
+part of the :class:`GameConfig` a resumed run must match.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from bngp.defenses.artifact import DEFENDER_FILE, population_fingerprint, save_d
 from bngp.attacks.training import AttackerTrainingConfig, prefer_population_inversion, train_attacker
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
+from bngp.device import DeviceName, resolve_device, to_cpu
 from bngp.errors import InputError, TrainingError
 from bngp.io_utils import atomic_write, load_torch_payload, write_json
 from bngp.release.mechanism import allele_frequencies
@@ -73,12 +83,19 @@ class _History:
 class Game:
     """Defender vs attacker training on one population and membership prior.
 
+    ``device`` ("auto", "cpu", "cuda" or a ``torch.device``; default the CPU) is where the
+    networks train (see the module docstring: the draws do not depend on it).
+
     Example:
         >>> game = Game(population, prior, GameConfig(kappa=1.5, steps=500))   # doctest: +SKIP
         >>> summary = game.train(run_dir)                                      # doctest: +SKIP
     """
 
-    def __init__(self, population: Population, prior: MembershipPrior, config: GameConfig) -> None:
+    def __init__(
+        self, population: Population, prior: MembershipPrior, config: GameConfig, device: DeviceName | torch.device = "cpu"
+    ) -> None:
+        #: where the networks, the mechanism and the refits live (the Generators stay on the CPU).
+        self.device = resolve_device(device)
         if prior.n_individuals != population.n_individuals:
             raise InputError(
                 f"the prior has {prior.n_individuals} individuals but the population has {population.n_individuals}."
@@ -86,10 +103,10 @@ class Game:
         self.population = population
         self.prior = prior
         self.config = config
-        self.mechanism = release_mechanism(population.genotypes, len(config.fixed_gaussian_sigmas) + 1)
+        self.mechanism = release_mechanism(population.genotypes, len(config.fixed_gaussian_sigmas) + 1, self.device)
         n_out = population.n_attributes
         self.learned_slice = slice(self.mechanism.n_outputs - n_out, self.mechanism.n_outputs)
-        self.kappa = torch.as_tensor(config.kappa_weights(n_out), dtype=torch.float32)
+        self.kappa = torch.as_tensor(config.kappa_weights(n_out), dtype=torch.float32).to(self.device)
         self.theta = prior.marginals
         self.prior_entropy = float(np.mean(binary_entropy(self.theta)))
         self.n_members = float(np.sum(self.theta))
@@ -115,6 +132,7 @@ class Game:
             self.defender.set_shrink_target(allele_frequencies(torch.as_tensor(self.theta, dtype=torch.float32)[None], population.genotypes)[0])
             with torch.no_grad():
                 self.defender.shrink_weight.fill_(config.shrink_init)
+        self.defender.to(self.device)  # initialised on the CPU, so its weights do not depend on the device
         self.attacker_spec = AttackerSpec(self.mechanism.n_outputs, population.n_individuals, init=config.attacker_init)
         with seeded_torch(self.seeds["attacker-network"]):
             self.attacker = self._new_attacker()
@@ -130,10 +148,12 @@ class Game:
         #: wall time per phase of the training (:mod:`bngp.timing`); not part of a checkpoint.
         self.timer = PhaseTimer()
         self.opponent = self._build_opponent() if config.against != "bayesian" else None
-        self.dp_bounds = None if config.dp_epsilon is None else objectives.dp_bounds(self.theta, config.dp_epsilon)
+        self.dp_bounds = None
+        if config.dp_epsilon is not None:
+            self.dp_bounds = tuple(t.to(self.device) for t in objectives.dp_bounds(self.theta, config.dp_epsilon))
         eval_generator = torch_generator(self.seeds["evaluation"])
-        self._eval_b = prior.sample_torch(config.eval_batch, eval_generator)
-        self._eval_r = self.defender.sample_r(config.eval_batch, eval_generator)
+        self._eval_b = prior.sample_torch(config.eval_batch, eval_generator).to(self.device)
+        self._eval_r = self.defender.sample_r(config.eval_batch, eval_generator).to(self.device)
 
     # -- building blocks -------------------------------------------------------------------
     def _attacker_trained_parameters(self) -> list[nn.Parameter]:
@@ -157,15 +177,16 @@ class Game:
         return groups
 
     def _new_attacker(self) -> Attacker:
-        attacker = Attacker(self.attacker_spec)
+        """H on the run's device, its weights drawn on the CPU (from the caller's seeded torch state)."""
+        attacker = Attacker(self.attacker_spec).to(self.device)
         if self.attacker_spec.init == "reconstruction":
             attacker.initialise_from_population(self.mechanism_genotypes(), self.n_members, self.theta)
         return attacker
 
     def mechanism_genotypes(self) -> np.ndarray:
         """The (K, n_outputs) matrix whose frequencies the mechanism releases (for the head)."""
-        stat = self.mechanism.statistic(torch.eye(self.population.n_individuals))
-        return stat.numpy()
+        stat = self.mechanism.statistic(torch.eye(self.population.n_individuals, device=self.device))
+        return stat.cpu().numpy()
 
     def _build_opponent(self):
         from .best_response import best_response_loss
@@ -183,9 +204,15 @@ class Game:
         return objectives.dp_violation(probabilities, self.dp_bounds)
 
     def _draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """n memberships b ~ sigma and defender randomness r, drawn on the CPU, on the run's device."""
         b = self.prior.sample_torch(n, self.generator)
         r = self.defender.sample_r(n, self.generator)
-        return b, r
+        return b.to(self.device), r.to(self.device)
+
+    def _opponent_loss(self, b: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The fixed opponent's relaxed TPR (App. M), computed on the CPU where its fitted attack
+        lives (differentiable through the move), on the run's device."""
+        return self.opponent(b.cpu(), x.cpu()).to(self.device)
 
     def _noise(self, b: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """The full noise vector: fixed Gaussian blocks (if any), then G(b, r) for f(D) = ``x_hat``."""
@@ -280,7 +307,7 @@ class Game:
         if self.opponent is None:
             leakage = self._leakage(logits, b)
         else:
-            leakage = self.opponent(b, x)
+            leakage = self._opponent_loss(b, x)
         weighted, plain = self._utility(x, x_hat)
         defender_loss = objectives.defender_loss(self.config, self.multiplier, leakage, weighted, plain)
         violation = torch.zeros(())
@@ -326,10 +353,10 @@ class Game:
         if alpha is not None:
             extra["shrinkage_mean"] = float(alpha.mean())
         if self.opponent is not None:
-            extra["heldout_opponent_tpr"] = float(self.opponent(self._eval_b, x))
+            extra["heldout_opponent_tpr"] = float(self._opponent_loss(self._eval_b, x))
         return {
             **extra,
-            "heldout_auc": auc(probabilities.numpy(), self._eval_b.numpy()),
+            "heldout_auc": auc(probabilities.cpu().numpy(), self._eval_b.cpu().numpy()),
             "heldout_cross_entropy": cross_entropy,
             "heldout_privacy_loss": self.prior_entropy - cross_entropy,
             "heldout_utility_loss": float(plain),
@@ -339,8 +366,8 @@ class Game:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """Everything needed to resume, loadable with ``weights_only=True``."""
-        return {
+        """Everything needed to resume, loadable with ``weights_only=True``, as CPU tensors."""
+        return to_cpu({
             "format": "bngp-checkpoint-1",
             "step": self.step,
             "config": self.config.to_dict(),
@@ -361,7 +388,7 @@ class Game:
                 if self.best is not None
                 else {}
             ),
-        }
+        })
 
     def save_checkpoint(self, path: str | Path) -> None:
         with atomic_write(path) as handle:
@@ -476,6 +503,7 @@ class Game:
             "mechanism": self.mechanism.describe(),
             "defender": self.defender.spec.to_dict(),
             "attacker": self.attacker_spec.to_dict(),
+            "device": str(self.device),
         }
 
     def fresh_attacker_check(self, steps: int, seed: int, progress: bool = False) -> dict:
@@ -494,6 +522,7 @@ class Game:
             theta=self.theta,
             progress=progress,
             description="fresh-attacker check",
+            device=self.device,
         )
         test_seed, linear_seed = spawn_seeds(seed, 2)
         x, b = self.release_sampler(test_seed)(512)
@@ -502,7 +531,7 @@ class Game:
             probabilities = torch.sigmoid(logits)
         check = {
             "steps": steps,
-            "auc": float(release_aucs(logits.numpy(), b.numpy()).mean()),
+            "auc": float(release_aucs(logits.cpu().numpy(), b.cpu().numpy()).mean()),
             "bgp_risk": float(F.binary_cross_entropy_with_logits(logits, b)),
             "prior_entropy": self.prior_entropy,
             "warm_start": attacker.warm_start,
@@ -518,8 +547,8 @@ class Game:
                 validation=validation,
             )
             with torch.no_grad():
-                scores = fit.predict(x).numpy()
-            check[f"{name}_auc"] = float(release_aucs(scores, b.numpy()).mean())
+                scores = fit.predict(x).cpu().numpy()
+            check[f"{name}_auc"] = float(release_aucs(scores, b.cpu().numpy()).mean())
             check[f"{name}_learning_curve"] = curve.to_dict()
         check["strongest_auc"] = max(check["auc"], check["linear_auc"], check["whitened_auc"])
         if self.dp_bounds is not None:
@@ -529,15 +558,16 @@ class Game:
         return check
 
     def release_sampler(self, seed: int):
-        """A sampler of (releases, memberships) from the frozen defender (eval mode)."""
+        """A sampler of (releases, memberships) from the frozen defender (eval mode), drawn on the
+        CPU from ``seed`` and returned on the run's device."""
         generator = torch.Generator().manual_seed(seed)
         defender = self.defender
 
         @torch.no_grad()
         def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
             defender.eval()
-            b = self.prior.sample_torch(n, generator)
-            r = self.defender.sample_r(n, generator)
+            b = self.prior.sample_torch(n, generator).to(self.device)
+            r = self.defender.sample_r(n, generator).to(self.device)
             return self._release(b, r, generator)[0], b
 
         return sample
@@ -549,7 +579,7 @@ class Game:
             self.defender,
             population_fingerprint(self.population.genotypes),
             self.prior.describe(),
-            self.kappa.numpy(),
+            self.kappa.cpu().numpy(),
             self.config.to_dict(),
         )
         last = self.history.rows[-1] if self.history.rows else {}

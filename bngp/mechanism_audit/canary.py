@@ -53,6 +53,7 @@ from bngp.mechanism_audit.results import MechanismAuditResult, claimed_guarantee
 from bngp.audit.inputs import check_confidence
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
+from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from bngp.attacks.base import attack_knowledge
 from bngp.rng import torch_generator
@@ -172,8 +173,11 @@ def _experiment(
     neighbouring: str,
     seed: int | None,
     progress: bool = False,
+    device: DeviceName | torch.device = "cpu",
 ) -> dict[str, Any]:
-    """Draw the canaries and R runs, release, fit the attack, score: the shared experiment."""
+    """Draw the canaries and R runs, release, fit the attack (a network on ``device``), score: the
+    shared experiment."""
+    device = resolve_device(device)
     n_individuals = population.n_individuals
     m = check_positive_int("canaries", canaries, minimum=1, maximum=n_individuals - 1)
     members = check_positive_int("members", members)
@@ -187,7 +191,7 @@ def _experiment(
     releases = sample_releases(mechanism, defense, b, torch_generator(seeds["release"]))
     known_size = members if relation == "replace" else members + m // 2
     knowledge = attack_knowledge(population, prior, defense, known_size)
-    fitted = fit_attack(attack, knowledge, seeds["attack"], progress)
+    fitted = fit_attack(attack, knowledge, seeds["attack"], progress, device)
     scores = check_scores(fitted.name, fitted.score(population.genotypes[canary_index], releases), (runs, m))
     design = {
         "individuals": n_individuals,
@@ -218,6 +222,7 @@ def _experiment(
         "inclusion": inclusion,
         "design": design,
         "attack": attack_record(fitted, knowledge, seeds["attack"], shadow),
+        "device": str(device),
     }
 
 
@@ -252,6 +257,7 @@ def _result(
         diagnostics=diagnostics,
         seed=experiment["seed"],
         seeds=experiment["seeds"],
+        device=experiment["device"],
     )
 
 
@@ -267,6 +273,7 @@ def one_run_mechanism_audit(
     neighbouring: str = "auto",
     seed: int | None = 0,
     progress: bool = False,
+    device: DeviceName | torch.device = "cpu",
 ) -> MechanismAuditResult:
     """One-run canary audit of ``defense`` (Steinke, Nasr, Jagielski 2023); module docstring.
 
@@ -282,13 +289,15 @@ def one_run_mechanism_audit(
             ``"add-remove"``.
         seed: the audit seed; every random stream is derived from it.
         progress: a line on stderr when the releases are drawn and the attack is being fitted.
+        device: where an attack that trains a network (the Bayesian attacker) trains; the
+            releases and the other attacks stay on the CPU (:mod:`bngp.device`).
     """
     check_positive_int("canaries", canaries, minimum=2)
     confidence = check_confidence(confidence)
     delta = resolve_delta(delta, defense)
     experiment = _experiment(
         population, defense, attack, canaries=canaries, members=members, runs=1, neighbouring=neighbouring, seed=seed,
-        progress=progress,
+        progress=progress, device=device,
     )
     inclusion = experiment["inclusion"][0]
     included = int(inclusion.sum())
@@ -318,6 +327,7 @@ def many_run_mechanism_audit(
     neighbouring: str = "auto",
     seed: int | None = 0,
     progress: bool = False,
+    device: DeviceName | torch.device = "cpu",
 ) -> MechanismAuditResult:
     """Many-run canary audit over ``runs`` independent releases; module docstring.
 
@@ -330,7 +340,7 @@ def many_run_mechanism_audit(
     delta = resolve_delta(delta, defense)
     experiment = _experiment(
         population, defense, attack, canaries=canaries, members=members, runs=runs, neighbouring=neighbouring, seed=seed,
-        progress=progress,
+        progress=progress, device=device,
     )
     scores, inclusion = experiment["scores"], experiment["inclusion"]
     beta = 1.0 - confidence

@@ -9,7 +9,7 @@ attack never sees (nor regenerates) the audited releases.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,9 +17,13 @@ from bngp.attacks.base import Attack, AttackKnowledge
 from bngp.attacks.composed import for_composition
 from bngp.attacks.registry import get_attack
 from bngp.audit.inputs import check_delta
+from bngp.device import DeviceName
 from bngp.errors import DataFormatError, InputError
 from bngp.rng import resolve_seed, spawn_seeds
 from bngp.defenses.base import Defense
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "SEED_STREAMS",
@@ -44,17 +48,25 @@ def audit_seeds(seed: int | None) -> tuple[int, dict[str, int]]:
     return seed, dict(zip(SEED_STREAMS, derived))
 
 
-def fit_attack(attack: str | Attack, knowledge: AttackKnowledge, seed: int, progress: bool = False) -> Attack:
+def fit_attack(
+    attack: str | Attack,
+    knowledge: AttackKnowledge,
+    seed: int,
+    progress: bool = False,
+    device: DeviceName | torch.device = "cpu",
+) -> Attack:
     """Instantiate ``attack`` (a registry name) if needed and fit it on ``knowledge`` only; with
     ``progress``, a line on stderr once the attack's knowledge is known to be there (so that a bad
     input still gives exactly one line, the error).  For a release of ``knowledge.composition`` > 1
     copies of f(D), an attack that does not read composed releases natively is run on the tiled view
-    (:func:`bngp.attacks.composed.for_composition`)."""
+    (:func:`bngp.attacks.composed.for_composition`).  An attack that trains a network (the Bayesian
+    attacker) trains it on ``device`` (:meth:`bngp.attacks.base.Attack.set_device`); the others run
+    on the CPU."""
     if isinstance(attack, str):
         attack = get_attack(attack)
     elif not isinstance(attack, Attack):
         raise InputError(f"`attack` must be an attack name or an Attack, got {type(attack).__name__}.")
-    attack = for_composition(attack, knowledge.composition)
+    attack = for_composition(attack, knowledge.composition).set_device(device)
     attack.check_knowledge(knowledge)
     if progress:
         print(f"[audit-mechanism] releases drawn; fitting and scoring attack `{attack.name}`", file=sys.stderr, flush=True)

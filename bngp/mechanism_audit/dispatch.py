@@ -7,13 +7,19 @@ non-members (:mod:`bngp.mechanism_audit.panoramia_genome`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bngp.attacks.base import Attack
 from bngp.mechanism_audit.canary import many_run_mechanism_audit, one_run_mechanism_audit
 from bngp.mechanism_audit.panoramia_genome import panoramia_mechanism_audit
 from bngp.mechanism_audit.results import MODES, MechanismAuditResult
 from bngp.data.population import Population
+from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
 from bngp.defenses.base import Defense
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["DEFAULT_RUNS", "audit_mechanism"]
 
@@ -35,6 +41,7 @@ def audit_mechanism(
     neighbouring: str = "auto",
     seed: int | None = 0,
     progress: bool = False,
+    device: DeviceName | torch.device = "cpu",
 ) -> MechanismAuditResult:
     """Audit ``defense`` on ``population`` with ``attack`` in ``mode``.
 
@@ -51,6 +58,10 @@ def audit_mechanism(
         neighbouring: ``"auto"``, ``"replace"`` or ``"add-remove"`` (canary modes).
         seed: the audit seed.
         progress: a line on stderr when the releases are drawn and the attack is being fitted.
+        device: "auto", "cpu", "cuda" or a ``torch.device``: where an attack that trains a network
+            (the Bayesian attacker, arXiv:2410.07414 section 3.2) trains and scores; the releases and
+            the closed-form attacks stay on the CPU, so the audit's draws do not depend on it.
+            Recorded as ``device`` in AUDIT.json.
 
     Example:
         >>> from bngp.data.independent import simulate_independent
@@ -62,6 +73,7 @@ def audit_mechanism(
     """
     if mode not in MODES:
         raise InputError(f"`mode` must be one of {', '.join(MODES)}, got {mode!r}.")
+    device = resolve_device(device)
     if mode != "many-run" and runs not in (None, 1):
         raise InputError(f"`runs` applies only to the many-run mode (mode {mode!r} uses one release), got {runs}.")
     if mode == "panoramia":
@@ -71,11 +83,11 @@ def audit_mechanism(
             raise InputError("`neighbouring` does not apply to panoramia (datasets are n of K uniformly).")
         return panoramia_mechanism_audit(
             population, defense, attack, audit_size=canaries, members=members, confidence=confidence, seed=seed,
-            progress=progress,
+            progress=progress, device=device,
         )
     common = dict(
         canaries=canaries, members=members, confidence=confidence, delta=delta, neighbouring=neighbouring, seed=seed,
-        progress=progress,
+        progress=progress, device=device,
     )
     if mode == "one-run":
         return one_run_mechanism_audit(population, defense, attack, **common)

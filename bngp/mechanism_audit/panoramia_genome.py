@@ -39,7 +39,7 @@ gives a large c_lb and leaves little eps_tilde.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -56,12 +56,16 @@ from bngp.mechanism_audit.haplotype_model import HaplotypeCopyingModel, compare_
 from bngp.mechanism_audit.results import MechanismAuditResult, claimed_guarantee
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
+from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from bngp.attacks.base import attack_knowledge
 from bngp.rng import torch_generator
 from bngp.validation import check_binary_matrix, check_positive_int
 from bngp.defenses.base import Defense
 from bngp.release.sampling import release_mechanism, sample_releases
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["MIN_TRAINING_MEMBERS", "genotype_features", "panoramia_mechanism_audit"]
 
@@ -126,6 +130,7 @@ def panoramia_mechanism_audit(
     generator: HaplotypeCopyingModel | None = None,
     seed: int | None = 0,
     progress: bool = False,
+    device: DeviceName | torch.device = "cpu",
 ) -> MechanismAuditResult:
     """PANORAMIA measurement of one release of ``defense`` (module docstring).
 
@@ -139,7 +144,10 @@ def panoramia_mechanism_audit(
         generator: an unfitted :class:`HaplotypeCopyingModel` (default settings if None).
         seed: the audit seed; every random stream is derived from it.
         progress: a line on stderr when the releases are drawn and the attack is being fitted.
+        device: where an attack that trains a network trains (:mod:`bngp.device`); the releases,
+            the generator and the classifiers stay on the CPU.
     """
+    device = resolve_device(device)
     m = check_positive_int("canaries", audit_size, minimum=2)
     n_individuals = population.n_individuals
     members = check_positive_int("members", members, maximum=n_individuals - 2)
@@ -182,7 +190,7 @@ def panoramia_mechanism_audit(
     mechanism = release_mechanism(genotypes, defense.composition)
     release = sample_releases(mechanism, defense, b, torch_generator(seeds["release"]))
     knowledge = attack_knowledge(population, prior, defense, members)
-    fitted = fit_attack(attack, knowledge, seeds["attack"], progress)
+    fitted = fit_attack(attack, knowledge, seeds["attack"], progress, device)
     training_scores = _attack_scores(fitted, training, release)
     audit_scores = _attack_scores(fitted, audit_points, release)
 
@@ -243,4 +251,5 @@ def panoramia_mechanism_audit(
         diagnostics=diagnostics,
         seed=seed,
         seeds=seeds,
+        device=str(device),
     )

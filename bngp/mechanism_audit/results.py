@@ -76,6 +76,7 @@ class MechanismAuditResult:
         diagnostics: point estimates that help reading the bound (AUCs, generator fit).
         seed: the audit seed; ``seeds`` derived from it for each independent stream.
         seeds: the derived seeds by purpose.
+        device: where an attack that trains a network ran (``"cpu"`` or ``"cuda:0"``).
     """
 
     mode: str
@@ -92,6 +93,7 @@ class MechanismAuditResult:
     diagnostics: dict[str, Any]
     seed: int
     seeds: dict[str, int]
+    device: str = "cpu"
 
     @property
     def claimed_epsilon(self) -> float | None:
@@ -141,5 +143,6 @@ class MechanismAuditResult:
                 "diagnostics": self.diagnostics,
                 "seed": self.seed,
                 "seeds": self.seeds,
+                "device": self.device,
             }
         )

@@ -95,8 +95,9 @@ def test_result_is_a_frozen_record_built_complete(small_population):
         result = evaluate_defense(small_population, prior, NoDefense(), {"bayesian": _Constant(), "score": _Oracle()},
                                   releases=3, seed=0, n_members=20, kappa=np.full(small_population.n_attributes, 2.0))
     payload = result.to_dict()
-    assert list(payload) == ["defense", "utility_loss", "utility", "releases", "seed", "attacks", "strongest_attack",
-                             "notes", "attack_gap"]
+    assert list(payload) == ["defense", "utility_loss", "utility", "releases", "seed", "device", "attacks",
+                             "strongest_attack", "notes", "attack_gap"]
+    assert payload["device"] == "cpu"
     gap = result.attacks["score"]["auc"] - 0.5
     assert payload["attack_gap"] == {"best_analytic": "score", "gap": pytest.approx(gap)}
     assert len(result.notes) == 1 and result.notes[0].startswith("attack gap: `score`")
