@@ -10,6 +10,8 @@ attacker's population-informed head both start from it.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import torch
 
@@ -32,17 +34,38 @@ class PopulationInverse:
         self.design = design
         self.gram_inverse = gram_inverse
         self.penalty = penalty
+        self._map: np.ndarray | None = None
 
     def linear_map(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(W, c) with b_hat = W x + c = theta + W (x - A theta), W = (A^T A + lambda I)^+ A^T:
         the reconstruction of b from x shrunk towards the prior mean theta; exact (b_hat = b)
         for a noiseless release when |Q| >= K, Z has full column rank and lambda -> 0."""
-        w = (self.gram_inverse @ self.design.T).numpy()
+        if self._map is None:
+            self._map = (self.gram_inverse @ self.design.T).numpy()
+        w = self._map.copy()
         return w, np.asarray(theta, dtype=np.float64) - w @ (self.design.numpy() @ theta)
 
 
+#: the most recent inverses, by (population digest, shape, n, ridge): the trainer's refits, the
+#: fresh-attacker check and the evaluation invert the same population again and again.
+_CACHE: dict[tuple, PopulationInverse] = {}
+_CACHE_SIZE = 4
+
+
 def population_inverse(genotypes: np.ndarray, n_members: float, ridge: float) -> PopulationInverse:
-    """The ridge inverse of x = Z^T b / n for the population ``genotypes`` (K, |Q|)."""
+    """The ridge inverse of x = Z^T b / n for the population ``genotypes`` (K, |Q|), computed once
+    per population, n and ridge (a small cache keyed by a digest of the genotypes)."""
+    values = np.ascontiguousarray(genotypes)
+    key = (hashlib.blake2b(values.view(np.uint8), digest_size=16).hexdigest(), values.shape, values.dtype.str,
+           float(n_members), float(ridge))
+    if key not in _CACHE:
+        if len(_CACHE) >= _CACHE_SIZE:
+            del _CACHE[next(iter(_CACHE))]
+        _CACHE[key] = _compute_inverse(values, n_members, ridge)
+    return _CACHE[key]
+
+
+def _compute_inverse(genotypes: np.ndarray, n_members: float, ridge: float) -> PopulationInverse:
     design = torch.from_numpy(np.asarray(genotypes)).to(torch.float64).T / float(n_members)
     gram = design.T @ design
     eigenvalues, eigenvectors = torch.linalg.eigh(gram)

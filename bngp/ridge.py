@@ -412,8 +412,8 @@ def logistic_calibration(
     """Weights (a_1..a_m, c) minimising the mean cross-entropy of sigmoid(features @ a + c) against
     targets, plus ``penalty`` / 2 * ||a||^2.
 
-    Logistic regression by damped Newton steps (each halved until the objective decreases),
-    started at a = (1, ..., 1), c = 0: the result never has a higher objective than the start, and
+    Logistic regression by damped Newton steps (each halved until the objective decreases, and
+    none once the Newton step is below 1e-10 of the weights), started at a = (1, ..., 1), c = 0: the result never has a higher objective than the start, and
     on separable data (an attacker that is already perfect) the steps cannot overshoot into a
     worse calibration.  ``features`` (n, m) float, ``targets`` (n,) in {0, 1}.  Returns a float64
     tensor of m + 1 entries, the intercept last.
@@ -438,6 +438,8 @@ def logistic_calibration(
         # the (m + 1) x (m + 1) system is solved on the CPU whatever the device: CUDA's lstsq
         # has only the full-rank QR driver, and the system is too small to gain from a GPU
         step = torch.linalg.lstsq(hessian.cpu(), gradient[:, None].cpu()).solution[:, 0].to(device)
+        if float(step.abs().max()) <= 1e-10 * (1.0 + float(params.abs().max())):
+            break  # converged: a line search would only halve a null step twenty times
         length = 1.0
         while length > 1e-6:
             candidate = params - length * step
