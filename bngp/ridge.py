@@ -163,13 +163,17 @@ class LearningCurve:
         return {"releases": list(self.releases), "auc": list(self.auc), "converged": self.converged, "tolerance": self.tolerance}
 
 
-def thin_svd(matrix: torch.Tensor, cutoff: float = _GRAM_EIGENVALUE_CUTOFF) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def thin_svd(
+    matrix: torch.Tensor, cutoff: float = _GRAM_EIGENVALUE_CUTOFF, *, left_vectors: bool = True
+) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
     """(U, s, V^T) of ``matrix`` (R, Q) restricted to singular values s^2 > cutoff * max s^2.
 
     Through the eigendecomposition of the smaller Gram matrix (X X^T if R <= Q, else X^T X):
     one matrix product and an r x r eigh, r = min(R, Q), about 10x faster than a thin SVD of a
     wide matrix (2,684 x 25,000 in float64 on one core: 24 s against 244 s).  Squaring the
-    matrix costs precision below sqrt(cutoff) of the largest singular value.
+    matrix costs precision below sqrt(cutoff) of the largest singular value.  Without
+    ``left_vectors`` a tall matrix (R > Q) returns None for U, which saves the R x Q x r product
+    that forms it.
     """
     rows, columns = matrix.shape
     if rows <= columns:
@@ -184,7 +188,7 @@ def thin_svd(matrix: torch.Tensor, cutoff: float = _GRAM_EIGENVALUE_CUTOFF) -> t
         left = left[:, keep]
         return left, singular, (left.T @ matrix) / singular[:, None]
     right = right[:, keep]
-    return (matrix @ right) / singular, singular, right.T
+    return ((matrix @ right) / singular if left_vectors else None), singular, right.T
 
 
 def symmetric_eigh(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -248,10 +252,11 @@ def fit_ridge(
     releases, or of the exact leave-one-out predictions when none are given."""
     centred_x, centred_b, release_mean, membership_mean = _centre(releases, memberships)
     intercept = _intercept(membership_mean, prior_mean)
-    left, singular, right_t = thin_svd(centred_x)
+    left, singular, right_t = thin_svd(centred_x, left_vectors=validation is None)
     squared = singular**2
     scale = float(squared.max()) if squared.numel() else 1.0
-    projected = left.T @ centred_b
+    # U^T B, through U = X V / s when U was not formed (validation given: the leave-one-out needs U)
+    projected = left.T @ centred_b if left is not None else (right_t @ (centred_x.T @ centred_b)) / singular[:, None]
     points: list[tuple[float, float]] = []
     if validation is not None:
         validation_x = validation[0].to(torch.float64) - release_mean

@@ -98,7 +98,7 @@ class GameConfig:
     """
 
     steps: int = 1500
-    attacker_steps: int = 5
+    attacker_steps: int = 2
     batch_size: int = 64
     objective: Objective = "preference"
     kappa: float = 0.0
@@ -124,7 +124,7 @@ class GameConfig:
     fixed_gaussian_sigmas: tuple[float, ...] = ()
     recalibrate: bool = True
     leakage: Leakage = "clamped"
-    attacker_refit_every: int = 25
+    attacker_refit_every: int = 50
     train_refitted_head: bool = False
     refit_releases: int | None = None
     select_defender: bool = True
