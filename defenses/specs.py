@@ -47,16 +47,25 @@ def _sensitivity(params: dict[str, str], norm: str, context: DefenseContext) -> 
     return resolve_sensitivity(text, norm, context.population, context.n_members)
 
 
-@register_defense("laplace")
-def _laplace_factory(params: dict[str, str], context: DefenseContext) -> Defense:
-    """``laplace:epsilon=E|scale=B[,sensitivity=S][,sampler=torch|opendp]``."""
-    _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler"), "laplace")
-    epsilon, scale = _epsilon_or_scale(params, "laplace")
-    sampler = _sampler(params)
-    sensitivity = _sensitivity(params, "l1", context)
-    if epsilon is not None:
-        return LaplaceDefense.from_epsilon(epsilon, sensitivity, sampler=sampler)
-    return LaplaceDefense(scale, sensitivity, sampler=sampler)
+def _pure_factory(name: str, defense: type[LaplaceDefense] | type[LinfKNormDefense], norm: str, samplers: str):
+    """The SPEC factory of a pure eps-DP additive mechanism calibrated in the ``norm`` sensitivity:
+    ``NAME:epsilon=E|scale=B[,sensitivity=S][,sampler=SAMPLERS]``."""
+
+    def build(params: dict[str, str], context: DefenseContext) -> Defense:
+        _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler"), name)
+        epsilon, scale = _epsilon_or_scale(params, name)
+        sampler = _sampler(params)
+        sensitivity = _sensitivity(params, norm, context)
+        if epsilon is not None:
+            return defense.from_epsilon(epsilon, sensitivity, sampler=sampler)
+        return defense(scale, sensitivity, sampler=sampler)
+
+    build.__doc__ = f"``{name}:epsilon=E|scale=B[,sensitivity=S][,sampler={samplers}]``."
+    return register_defense(name)(build)
+
+
+_pure_factory("laplace", LaplaceDefense, "l1", "torch|opendp")
+_pure_factory("linf", LinfKNormDefense, "linf", "torch")
 
 
 @register_defense("gaussian")
@@ -70,18 +79,6 @@ def _gaussian_factory(params: dict[str, str], context: DefenseContext) -> Defens
     if epsilon is not None:
         return GaussianDefense.from_epsilon(epsilon, delta, sensitivity, sampler=sampler)
     return GaussianDefense(scale, sensitivity, delta=delta, sampler=sampler)
-
-
-@register_defense("linf")
-def _linf_factory(params: dict[str, str], context: DefenseContext) -> Defense:
-    """``linf:epsilon=E|scale=A[,sensitivity=S][,sampler=torch]``."""
-    _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler"), "linf")
-    epsilon, scale = _epsilon_or_scale(params, "linf")
-    sampler = _sampler(params)
-    sensitivity = _sensitivity(params, "linf", context)
-    if epsilon is not None:
-        return LinfKNormDefense.from_epsilon(epsilon, sensitivity, sampler=sampler)
-    return LinfKNormDefense(scale, sensitivity, sampler=sampler)
 
 
 def _bool_param(params: dict[str, str], key: str, default: bool) -> bool:

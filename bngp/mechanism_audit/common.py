@@ -19,7 +19,7 @@ from bngp.attacks.registry import get_attack
 from bngp.audit.inputs import check_delta
 from bngp.device import DeviceName
 from bngp.errors import DataFormatError, InputError
-from bngp.rng import resolve_seed, spawn_seeds
+from bngp.rng import named_seeds, resolve_seed
 from bngp.defenses.base import Defense
 
 if TYPE_CHECKING:
@@ -44,8 +44,7 @@ _SEED_MODULUS = 2**31
 def audit_seeds(seed: int | None) -> tuple[int, dict[str, int]]:
     """Resolve ``seed`` and derive one independent seed per stream of :data:`SEED_STREAMS`."""
     seed = resolve_seed(seed)
-    derived = [value % _SEED_MODULUS for value in spawn_seeds(seed, len(SEED_STREAMS))]
-    return seed, dict(zip(SEED_STREAMS, derived))
+    return seed, {name: value % _SEED_MODULUS for name, value in named_seeds(seed, SEED_STREAMS).items()}
 
 
 def fit_attack(
