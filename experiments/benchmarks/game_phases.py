@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +89,8 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     }
 
 
-def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps: int, threads: int, seed: int) -> dict:
+def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps: int, threads: int, seed: int,
+                overrides: dict[str, int | float] | None = None) -> dict:
     """Train one size in this process and return its phase record."""
     import torch
 
@@ -102,7 +104,7 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
     peak64 = matmul_peak_flops(dtype=torch.float64)
     population = simulate_independent(individuals, individuals, attributes, seed=seed)
     members = individuals // 2
-    config = GameConfig(kappa=1.5, steps=steps, fresh_check_steps=fresh_check_steps, seed=seed)
+    config = GameConfig(kappa=1.5, steps=steps, fresh_check_steps=fresh_check_steps, seed=seed, **(overrides or {}))
     game = Game(population, UniformSubsetPrior(individuals, members), config)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
@@ -110,7 +112,7 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
     wall = time.perf_counter() - started
     refit_rows = config.refit_releases or default_shadow_releases(individuals, game.mechanism.n_outputs)
     flops = phase_flops(game, refit_rows)
-    budget_calls = default_calls(GameConfig())
+    budget_calls = default_calls(replace(GameConfig(), **(overrides or {})))
     phases = {}
     for name in PHASES:
         timing = summary.timings.get(name)
@@ -142,6 +144,7 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
         "strongest_fresh_auc": summary.strongest_fresh_auc,
         "utility_loss": summary.utility_loss,
         "seed": seed,
+        "overrides": overrides or {},
     }
 
 
@@ -210,6 +213,15 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _overrides(settings: list[str]) -> dict[str, int | float]:
+    """``NAME=VALUE`` settings as GameConfig keyword arguments (ints stay ints)."""
+    out: dict[str, int | float] = {}
+    for setting in settings:
+        name, _, value = setting.partition("=")
+        out[name] = int(value) if value.lstrip("-").isdigit() else float(value)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated KxQ sizes (default: %(default)s)")
@@ -218,11 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     parser.add_argument("--out", default="experiments/results/benchmarks", help="output folder (default: %(default)s)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a numeric GameConfig setting other than its default, e.g. attacker_steps=5 (repeatable)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # KxQ: measure one size in this process, JSON on stdout
     args = parser.parse_args(argv)
     if args.one:
         k, q = (int(v) for v in args.one.split("x"))
-        print(json.dumps(measure_one(k, q, args.steps, args.fresh_check_steps, args.threads, args.seed)))
+        print(json.dumps(measure_one(k, q, args.steps, args.fresh_check_steps, args.threads, args.seed, _overrides(args.set))))
         return 0
     from bngp.io_utils import write_json, write_text
 
@@ -231,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for size in args.sizes.split(","):
         command = [sys.executable, __file__, "--one", size, "--steps", str(args.steps), "--threads", str(args.threads),
-                   "--fresh-check-steps", str(args.fresh_check_steps), "--seed", str(args.seed)]
+                   "--fresh-check-steps", str(args.fresh_check_steps), "--seed", str(args.seed),
+                   *(option for setting in args.set for option in ("--set", setting))]
         print(f"[game_phases] {size}: training {args.steps} steps ...", file=sys.stderr, flush=True)
         result = subprocess.run(command, capture_output=True, text=True, check=True)
         record = json.loads(result.stdout.strip().splitlines()[-1])
