@@ -7,6 +7,8 @@ pays for that search (:class:`AuditResult`).
 * :mod:`~bngp.audit.many_run`: Clopper-Pearson eps and GDP mu lower bounds from many runs.
 * :mod:`~bngp.audit.roc`: empirical ROC, AUC, TPR at FPR, advantage.
 * :mod:`~bngp.audit.one_run`: the one-run audit of Steinke, Nasr, Jagielski (2023).
+* :mod:`~bngp.audit.fdp_one_run`: the f-DP one-run audit of Mahloujifar, Melis, Chaudhuri
+  (arXiv:2410.22235): GDP mu and eps lower bounds, and a test of any claimed trade-off curve.
 * :mod:`~bngp.audit.panoramia`: PANORAMIA's c_lb, {c+eps}_lb and eps_tilde.
 * :mod:`~bngp.audit.binomial`: the binomial test shared by the two above, CP limits.
 * :mod:`~bngp.audit.bits`: the audit as bit transmission (Xiang, Wang, Wang, *Privacy Audit as Bits Transmission*).
@@ -31,6 +33,16 @@ from bngp.audit.bits import (
     per_bit_error_floor,
     theta_from_error_rate,
 )
+from bngp.audit.fdp_one_run import (
+    FdpBound,
+    FdpOneRunResult,
+    eps_delta_tradeoff,
+    fdp_one_run_audit,
+    fdp_one_run_rejects,
+    fdp_one_run_search,
+    gaussian_tradeoff,
+    gdp_one_run_bound,
+)
 from bngp.audit.gan_samples import (
     auc_upper_bound,
     epsilon_lower_bound_from_tv,
@@ -53,6 +65,8 @@ __all__ = [
     "BinomialBound",
     "BitsResult",
     "FAMILIES",
+    "FdpBound",
+    "FdpOneRunResult",
     "GdpResult",
     "INTERVALS",
     "ManyRunResult",
@@ -69,13 +83,19 @@ __all__ = [
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "default_one_run_candidates",
+    "eps_delta_tradeoff",
     "epsilon_lower_bound_from_tv",
     "error_rate_upper_bound",
+    "fdp_one_run_audit",
+    "fdp_one_run_rejects",
+    "fdp_one_run_search",
     "gan_sample_delta",
     "gan_sample_epsilon",
+    "gaussian_tradeoff",
     "gdp_audit",
     "gdp_delta",
     "gdp_epsilon",
+    "gdp_one_run_bound",
     "laplace_delta",
     "laplace_epsilon",
     "many_run_audit",

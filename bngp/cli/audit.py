@@ -7,7 +7,8 @@ individual become the ``score`` and ``member`` columns.
 
 A CSV has a header row.  Columns read per method:
 
-* ``clopper-pearson``, ``gdp``, ``one-run``: ``score,member`` (member = 1, higher = member);
+* ``clopper-pearson``, ``gdp``, ``one-run``, ``fdp-one-run``: ``score,member`` (member = 1,
+  higher = member);
 * ``panoramia``: ``score,member,baseline_score`` (MIA score, label, baseline score), or only
   ``score,member`` with ``--real-nonmembers``;
 * ``bits``: ``guess,bit``.
@@ -32,6 +33,8 @@ from bngp.audit import (
     FAMILIES,
     INTERVALS,
     bits_audit,
+    fdp_one_run_audit,
+    fdp_one_run_search,
     gdp_audit,
     many_run_audit,
     one_run_audit,
@@ -50,7 +53,7 @@ __all__ = ["METHODS", "INPUT_FORMATS", "add_parser", "read_columns", "read_score
 #: the input formats, as --help shows them.
 INPUT_FORMATS = """input formats:
   SCORES.csv  a header row, then one row per example; columns by method:
-                clopper-pearson, gdp, one-run: score,member
+                clopper-pearson, gdp, one-run, fdp-one-run: score,member
                 panoramia: score,member,baseline_score (or score,member with --real-nonmembers)
                 bits: guess,bit
               member = 1 for members, 0 otherwise; higher score = more likely member.
@@ -64,18 +67,25 @@ INPUT_FORMATS = """input formats:
               score, member = the label.  Not for --method bits."""
 
 #: audit methods of the command.
-METHODS = ("clopper-pearson", "one-run", "gdp", "panoramia", "bits")
+METHODS = ("clopper-pearson", "one-run", "fdp-one-run", "gdp", "panoramia", "bits")
 
 #: default delta per method when ``--delta`` is not given.
-_DEFAULT_DELTA = {"clopper-pearson": 0.0, "one-run": 0.0, "gdp": 1e-5, "panoramia": 0.0, "bits": 1e-5}
+_DEFAULT_DELTA = {
+    "clopper-pearson": 0.0,
+    "one-run": 0.0,
+    "fdp-one-run": 1e-5,
+    "gdp": 1e-5,
+    "panoramia": 0.0,
+    "bits": 1e-5,
+}
 
 #: options that only make sense for some methods: attribute -> (flag, methods).
 _METHOD_OPTIONS = {
     "family": ("--family", ("bits",)),
     "interval": ("--interval", ("bits",)),
     "strategy": ("--strategy", ("clopper-pearson", "gdp")),
-    "k_plus": ("--k-plus", ("one-run",)),
-    "k_minus": ("--k-minus", ("one-run",)),
+    "k_plus": ("--k-plus", ("one-run", "fdp-one-run")),
+    "k_minus": ("--k-minus", ("one-run", "fdp-one-run")),
     "gamma": ("--gamma", ("panoramia",)),
     "real_nonmembers": ("--real-nonmembers", ("panoramia",)),
 }
@@ -100,7 +110,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--method", required=True, choices=METHODS, help="audit method")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence 1 - beta in (0, 1) (default 0.95)")
     parser.add_argument(
-        "--delta", type=float, default=None, help="delta of (eps, delta)-DP (default 1e-5 for gdp and bits, else 0)"
+        "--delta",
+        type=float,
+        default=None,
+        help="delta of (eps, delta)-DP (default 1e-5 for gdp, fdp-one-run and bits, else 0)",
     )
     parser.add_argument("--family", choices=FAMILIES, default=None, help="bits: trade-off family (default eps-delta)")
     parser.add_argument(
@@ -112,8 +125,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=None,
         help="clopper-pearson/gdp: threshold choice (default bonferroni)",
     )
-    parser.add_argument("--k-plus", default=None, help="one-run: number(s) of 'in' guesses, e.g. 100 or 50,100")
-    parser.add_argument("--k-minus", default=None, help="one-run: number(s) of 'out' guesses")
+    parser.add_argument(
+        "--k-plus", default=None, help="one-run, fdp-one-run: number(s) of 'in' guesses, e.g. 100 or 50,100"
+    )
+    parser.add_argument("--k-minus", default=None, help="one-run, fdp-one-run: number(s) of 'out' guesses")
     parser.add_argument("--gamma", type=float, default=None, help="panoramia: (c, gamma)-closeness slack (default 0)")
     parser.add_argument(
         "--real-nonmembers",
@@ -252,14 +267,17 @@ def _audit(args: argparse.Namespace, delta: float) -> tuple[Any, dict[str, Any],
         return result, {}, scores.shape[0]
     columns = columns_of(("score", "member"))
     scores, members = _scores_and_members(columns)
-    if method == "one-run":
+    if method in ("one-run", "fdp-one-run"):
+        fixed, search = (
+            (one_run_audit, one_run_search) if method == "one-run" else (fdp_one_run_audit, fdp_one_run_search)
+        )
         if args.k_plus is None:
-            result = one_run_search(scores, members, confidence=args.confidence, delta=delta, seed=args.seed)
+            result = search(scores, members, confidence=args.confidence, delta=delta, seed=args.seed)
         else:
             plus = _parse_counts("--k-plus", args.k_plus)
             minus = _parse_counts("--k-minus", args.k_minus)
             if len(plus) == 1 and len(minus) == 1:
-                result = one_run_audit(
+                result = fixed(
                     scores,
                     members,
                     k_plus=plus[0],
@@ -270,7 +288,7 @@ def _audit(args: argparse.Namespace, delta: float) -> tuple[Any, dict[str, Any],
                 )
             else:
                 pairs = list(itertools.product(plus, minus))
-                result = one_run_search(
+                result = search(
                     scores, members, candidates=pairs, confidence=args.confidence, delta=delta, seed=args.seed
                 )
         return result, {}, scores.shape[0]

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from bngp.audit import bits_audit, many_run_audit, panoramia_audit
+from bngp.audit import bits_audit, fdp_one_run_audit, fdp_one_run_search, many_run_audit, panoramia_audit
 from bngp.cli import main
 
 
@@ -86,6 +86,26 @@ def test_cli_matches_the_library(scores_csv, bits_csv, tmp_path, capsys):
     assert payload["epsilon_lb"] == pytest.approx(expected.epsilon_lb, rel=1e-12)
     assert payload["delta"] == 1e-5 and payload["result"]["family"] == "gdp"
     capsys.readouterr()
+
+
+def test_fdp_one_run_method_matches_the_library(scores_csv, tmp_path, capsys):
+    data = np.genfromtxt(scores_csv, delimiter=",", names=True)
+    out = tmp_path / "fdp.json"
+    code, stdout, err = _run(["audit", str(scores_csv), "--method", "fdp-one-run", "--out", str(out)], capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    expected = fdp_one_run_search(data["score"], data["member"], delta=1e-5)
+    assert payload["method"] == "fdp-one-run" and payload["delta"] == 1e-5
+    assert payload["epsilon_lb"] == pytest.approx(expected.epsilon_lb, rel=1e-12) and expected.epsilon_lb > 0
+    assert payload["result"]["mu_lb"] == pytest.approx(expected.mu_lb, rel=1e-12)
+    assert "f-dp one-run" in stdout
+    argv = ["audit", str(scores_csv), "--method", "fdp-one-run", "--k-plus", "100", "--k-minus", "50"]
+    code, _, err = _run([*argv, "--delta", "1e-6", "--out", str(out)], capsys)
+    assert code == 0, err
+    fixed = fdp_one_run_audit(data["score"], data["member"], k_plus=100, k_minus=50, delta=1e-6)
+    assert json.loads(out.read_text())["result"]["mu_lb"] == pytest.approx(fixed.mu_lb, rel=1e-12)
+    code, _, err = _run([*argv, "--delta", "0", "--out", str(tmp_path / "bad.json")], capsys)
+    assert code == 2 and err.startswith("bngp audit: error: ") and not (tmp_path / "bad.json").exists()
 
 
 def _bad_files(tmp_path):
