@@ -32,6 +32,8 @@ MODULES_WITH_EXAMPLES = {
     "bngp.audit.bits",
     "bngp.audit.panoramia",
     "bngp.audit.one_run",
+    "bngp.audit.order_grid",
+    "bngp.audit.fdp_one_run",
     "bngp.data.genome",
     "bngp.mechanism_audit.dispatch",
     "bngp.mechanism_audit.haplotype_model",

@@ -4,7 +4,9 @@ Member = 1, higher score = member.  Every audit returns a frozen dataclass recor
 method, the confidence, delta, how many thresholds were examined and the union bound that
 pays for that search (:class:`AuditResult`).
 
-* :mod:`~bngp.audit.many_run`: Clopper-Pearson eps and GDP mu lower bounds from many runs.
+* :mod:`~bngp.audit.many_run`: eps and GDP mu lower bounds from many runs.
+* :mod:`~bngp.audit.order_grid`: their default threshold rule, joint tests at order statistics
+  fixed in advance.
 * :mod:`~bngp.audit.roc`: empirical ROC, AUC, TPR at FPR, advantage.
 * :mod:`~bngp.audit.one_run`: the one-run audit of Steinke, Nasr, Jagielski (2023).
 * :mod:`~bngp.audit.fdp_one_run`: the f-DP one-run audit of Mahloujifar, Melis, Chaudhuri
@@ -53,7 +55,16 @@ from bngp.audit.gan_samples import (
     tv_lower_bound_from_roc,
     tv_upper_bound_from_dp,
 )
-from bngp.audit.many_run import STRATEGIES, GdpResult, ManyRunResult, gdp_audit, many_run_audit
+from bngp.audit.many_run import (
+    BOUND_KINDS,
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    GdpResult,
+    ManyRunResult,
+    gdp_audit,
+    many_run_audit,
+)
+from bngp.audit.order_grid import grid_levels, grid_p_values
 from bngp.audit.one_run import OneRunResult, default_one_run_candidates, one_run_audit, one_run_search
 from bngp.audit.panoramia import PanoramiaResult, panoramia_audit
 from bngp.audit.results import AuditResult
@@ -62,8 +73,10 @@ from bngp.audit.tradeoff import gdp_delta, gdp_epsilon, laplace_delta, laplace_e
 
 __all__ = [
     "AuditResult",
+    "BOUND_KINDS",
     "BinomialBound",
     "BitsResult",
+    "DEFAULT_STRATEGY",
     "FAMILIES",
     "FdpBound",
     "FdpOneRunResult",
@@ -96,6 +109,8 @@ __all__ = [
     "gdp_delta",
     "gdp_epsilon",
     "gdp_one_run_bound",
+    "grid_levels",
+    "grid_p_values",
     "laplace_delta",
     "laplace_epsilon",
     "many_run_audit",

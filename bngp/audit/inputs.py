@@ -13,6 +13,7 @@ from bngp.rng import SeedLike, resolve_rng
 from bngp.validation import check_delta, check_finite_array, check_in_open_interval
 
 __all__ = [
+    "tagged_rng",
     "SeedLike",
     "check_confidence",
     "check_delta",
@@ -59,3 +60,20 @@ def check_scores_and_labels(
             f"`{members_name}` must contain both members and non-members, got no {kind} among {labels.shape[0]}."
         )
     return values, labels
+
+
+def tagged_rng(seed: SeedLike, tag: int) -> tuple[np.random.Generator, int | None]:
+    """``(generator, recorded_seed)`` for an audit's own randomness (tie-breaking keys, a random
+    split).
+
+    An int (or ``None``, drawn from the OS and recorded) seed s gives
+    ``default_rng(SeedSequence([s, tag]))``, a stream unrelated to ``default_rng(s)``: with
+    ``seed=0`` the audit does not replay the ``default_rng(0)`` stream that may have drawn the
+    scores themselves (which made two-valued scores certify eps 4.8 for a true eps of 1).  A
+    Generator is used as given (recorded as ``None``); its later outputs are independent of
+    what it produced before.
+    """
+    rng, recorded = resolve_rng(seed)
+    if recorded is None:
+        return rng, None
+    return np.random.default_rng(np.random.SeedSequence([recorded, int(tag)])), recorded

@@ -15,8 +15,12 @@ beta + e^eps alpha >= 1 - delta, hence
 and mu-GDP forces beta >= Phi(Phi^-1(1 - alpha) - mu), hence
 mu_lb(t) = max(Phi^-1(1 - alpha_u) - Phi^-1(beta_u), 0) (Dong, Roth, Su 2019, Def. 2.6).
 
-Threshold strategies (the error beta = 1 - confidence is split between the two intervals):
+Threshold strategies (the error beta = 1 - confidence is spent once in all):
 
+* ``"grid"`` (default): m = O(log N0 + log N1) order-statistic tests fixed in advance, each
+  a joint Beta-binomial test of the claim at level beta / m; no Clopper-Pearson limits.  See
+  :mod:`bngp.audit.order_grid` for the rule and its proof (ties are broken at random, seeded
+  by ``seed``, when they fall on a tested threshold).
 * ``"bonferroni"``: every distinct score is a threshold.  The thresholds depend on the data,
   so the union bound is taken over the values the counts can take: FP = k happens only for
   thresholds t above the (k+1)-th largest non-member score X, where the true rate
@@ -29,11 +33,19 @@ Threshold strategies (the error beta = 1 - confidence is split between the two i
 * ``"split"``: the threshold is chosen on a random selection split (by the Bonferroni rule
   above) and evaluated on the disjoint remainder with e0 = e1 = beta / 2, no union bound.
 
-The maximum over thresholds is exact yet fast: only thresholds ending a run of members can
+The last three use the Clopper-Pearson limits above.  For ``"bonferroni"`` the maximum
+over thresholds is exact yet fast: only thresholds ending a run of members can
 be best (moving past a member lowers FN at equal FP, and both bounds decrease in alpha_u and
 beta_u); Beta quantiles are first computed on a sparse grid of count levels, giving for every
 candidate an optimistic and a pessimistic value, and the exact quantiles are computed only
 for candidates whose optimistic value beats the best pessimistic one.
+
+What the numbers are (``epsilon_kind`` / ``mu_kind`` of the records): every ``epsilon_lb`` of
+:func:`many_run_audit` and every ``mu_lb`` is a lower bound that holds with probability at
+least ``confidence`` under no assumption on the scores; the ``epsilon_lb`` of
+:func:`gdp_audit` is one only if the mechanism's trade-off curve is Gaussian (then it is
+tight-mu-GDP with mu >= mu_lb and eps(delta) is increasing in mu); otherwise it is an
+estimate, and is labelled so.
 """
 
 from __future__ import annotations
@@ -46,17 +58,33 @@ import numpy as np
 from scipy import special
 
 from bngp.audit.binomial import clopper_pearson_upper
-from bngp.audit.inputs import SeedLike, check_confidence, check_delta, check_scores_and_labels, resolve_rng
+from bngp.audit.inputs import SeedLike, check_confidence, check_delta, check_scores_and_labels, tagged_rng
+from bngp.audit.order_grid import TradeoffFamily, epsilon_family, gdp_family, order_grid
 from bngp.audit.results import AuditResult
 from bngp.audit.roc import threshold_counts
 from bngp.audit.tradeoff import gdp_epsilon
 from bngp.errors import DataFormatError, InputError
 from bngp.validation import check_finite_array, check_in_open_interval
 
-__all__ = ["STRATEGIES", "GdpResult", "ManyRunResult", "gdp_audit", "many_run_audit"]
+__all__ = [
+    "BOUND_KINDS",
+    "DEFAULT_STRATEGY",
+    "STRATEGIES",
+    "GdpResult",
+    "ManyRunResult",
+    "gdp_audit",
+    "many_run_audit",
+]
 
 #: threshold strategies accepted by :func:`many_run_audit` and :func:`gdp_audit`.
-STRATEGIES = ("bonferroni", "explicit", "split")
+STRATEGIES = ("grid", "bonferroni", "explicit", "split")
+#: mixed into an int seed for the random selection split ("split" in ASCII).
+_SPLIT_TAG = 0x73706C6974
+#: the strategy used when none is given.
+DEFAULT_STRATEGY = "grid"
+#: what a reported number is: valid with no assumption, valid only under a stated
+#: assumption (an estimate otherwise), or a point estimate.
+BOUND_KINDS = ("lower bound", "lower bound under assumption", "estimate")
 
 #: count levels below this get their own exact quantile in the bracketing grid.
 _DENSE_LEVELS = 256
@@ -144,12 +172,13 @@ class _Choice:
 
     value: float
     threshold: float
+    decision_rule: str
     false_positives: int
     false_negatives: int
     n_nonmembers: int
     n_members: int
-    alpha_upper: float
-    beta_upper: float
+    alpha_upper: float | None
+    beta_upper: float | None
     error_fpr: float
     error_fnr: float
     thresholds_examined: int
@@ -161,6 +190,37 @@ class _Choice:
         fields = asdict(self)
         del fields["value"]
         return fields
+
+
+def _at_least(threshold: float) -> str:
+    """The decision rule of a Clopper-Pearson threshold, in words."""
+    return f"member iff score >= {threshold:.6g}"
+
+
+def _grid(scores: np.ndarray, members: np.ndarray, beta: float, family: TradeoffFamily, seed: SeedLike) -> _Choice:
+    """Grid strategy: the joint order-statistic tests of :mod:`bngp.audit.order_grid`."""
+    chosen = order_grid(scores, members, beta, family, seed)
+    n1 = int(members.sum())
+    return _Choice(
+        value=chosen.value,
+        threshold=chosen.threshold,
+        decision_rule=chosen.decision_rule,
+        false_positives=chosen.false_positives,
+        false_negatives=chosen.false_negatives,
+        n_nonmembers=members.shape[0] - n1,
+        n_members=n1,
+        alpha_upper=None,
+        beta_upper=None,
+        error_fpr=chosen.test_level,
+        error_fnr=chosen.test_level,
+        thresholds_examined=chosen.n_tests,
+        union_bound=(
+            f"bonferroni over {chosen.n_tests} order-statistic tests fixed in advance "
+            "(ranks 1, 2, 4, ... up to half of each sample), joint beta-binomial test at level "
+            f"{chosen.test_level:.3g} each"
+        ),
+        seed=chosen.seed,
+    )
 
 
 def _sweep(scores: np.ndarray, members: np.ndarray, beta: float, objective: Objective) -> _Choice:
@@ -178,6 +238,7 @@ def _sweep(scores: np.ndarray, members: np.ndarray, beta: float, objective: Obje
     return _Choice(
         value=value,
         threshold=float(thresholds[chosen]),
+        decision_rule=_at_least(float(thresholds[chosen])),
         false_positives=int(fp[chosen]),
         false_negatives=int(fn[chosen]),
         n_nonmembers=n0,
@@ -218,6 +279,7 @@ def _explicit(
     return _Choice(
         value=value,
         threshold=float(thresholds[best]),
+        decision_rule=_at_least(float(thresholds[best])),
         false_positives=int(fp[best]),
         false_negatives=int(fn[best]),
         n_nonmembers=members.shape[0] - n1,
@@ -235,7 +297,7 @@ def _explicit(
 def _split(
     scores: np.ndarray, members: np.ndarray, beta: float, objective: Objective, fraction: float, seed: SeedLike
 ) -> _Choice:
-    rng, recorded = resolve_rng(seed)
+    rng, recorded = tagged_rng(seed, _SPLIT_TAG)
     order = rng.permutation(scores.shape[0])
     n_select = int(round(fraction * scores.shape[0]))
     select, evaluate = order[:n_select], order[n_select:]
@@ -255,6 +317,7 @@ def _split(
     return _Choice(
         value=value,
         threshold=chosen.threshold,
+        decision_rule=_at_least(chosen.threshold),
         false_positives=int(fp[0]),
         false_negatives=int(fn[0]),
         n_nonmembers=evaluate.shape[0] - n1,
@@ -281,6 +344,7 @@ def _choose(
     split_fraction: float,
     seed: SeedLike,
     objective: Objective,
+    family: TradeoffFamily,
 ) -> _Choice:
     values, labels = check_scores_and_labels(scores, members)
     beta = 1.0 - check_confidence(confidence)
@@ -294,7 +358,9 @@ def _choose(
     if strategy == "split":
         fraction = check_in_open_interval("split_fraction", split_fraction, 0.0, 1.0)
         return _split(values, labels, beta, objective, fraction, seed)
-    return _sweep(values, labels, beta, objective)
+    if strategy == "bonferroni":
+        return _sweep(values, labels, beta, objective)
+    return _grid(values, labels, beta, family, seed)
 
 
 @dataclass(frozen=True)
@@ -302,30 +368,37 @@ class ManyRunResult(AuditResult):
     """Many-run Clopper-Pearson lower bound on eps.
 
     Attributes:
-        epsilon_lb: max over thresholds of eps_lb(t), clipped at 0.
-        strategy: ``"bonferroni"``, ``"explicit"`` or ``"split"``.
-        threshold: the maximising threshold (score >= threshold predicts member; ``inf``
-            means "predict nobody").
-        false_positives: FP at that threshold (on the evaluation split for ``"split"``).
-        false_negatives: FN at that threshold.
+        epsilon_lb: the lower bound on eps, clipped at 0.
+        epsilon_kind: what ``epsilon_lb`` is, one of :data:`BOUND_KINDS`.
+        strategy: ``"grid"``, ``"bonferroni"``, ``"explicit"`` or ``"split"``.
+        threshold: the threshold of the test behind the bound (``inf`` means "predict
+            nobody"); ``decision_rule`` says how it is applied.
+        decision_rule: the test in words, e.g. ``"member iff score >= 0.5"``.
+        false_positives: FP of that test (on the evaluation split for ``"split"``).
+        false_negatives: FN of that test.
         n_nonmembers: N0 used for the bound.
         n_members: N1 used for the bound.
-        alpha_upper: Clopper-Pearson upper limit on the false-positive rate.
-        beta_upper: Clopper-Pearson upper limit on the false-negative rate.
-        error_fpr: one-sided error e0 of each false-positive-rate limit.
-        error_fnr: one-sided error e1 of each false-negative-rate limit.
-        seed: the seed of the random split (``None`` otherwise or for a passed Generator).
+        alpha_upper: Clopper-Pearson upper limit on the false-positive rate (``None`` for
+            ``"grid"``, whose joint test has no separate limits).
+        beta_upper: Clopper-Pearson upper limit on the false-negative rate (``None`` for ``"grid"``).
+        error_fpr: one-sided error e0 of each false-positive-rate limit (for ``"grid"``: the
+            level beta / m of each joint test).
+        error_fnr: one-sided error e1 of each false-negative-rate limit (``"grid"``: as above).
+        seed: the seed of the random split, or for ``"grid"`` of the random tie-breaking
+            (``None`` when unused or for a passed Generator).
     """
 
     epsilon_lb: float
+    epsilon_kind: str
     strategy: str
     threshold: float
+    decision_rule: str
     false_positives: int
     false_negatives: int
     n_nonmembers: int
     n_members: int
-    alpha_upper: float
-    beta_upper: float
+    alpha_upper: float | None
+    beta_upper: float | None
     error_fpr: float
     error_fnr: float
     seed: int | None
@@ -336,12 +409,16 @@ class GdpResult(ManyRunResult):
     """Many-run lower bound on the GDP parameter mu, and the eps it implies at ``delta``.
 
     Attributes:
-        mu_lb: max over thresholds of Phi^-1(1 - alpha_u) - Phi^-1(beta_u), clipped at 0.
+        mu_lb: the lower bound on mu ("grid": the largest mu rejected by a grid test; other
+            strategies: max over thresholds of Phi^-1(1 - alpha_u) - Phi^-1(beta_u)), clipped at 0.
+        mu_kind: what ``mu_lb`` is (``"lower bound"``: the mechanism is not mu-GDP for any
+            mu < mu_lb, with probability >= confidence, no assumption).
         epsilon_assumption: the assumption behind ``epsilon_lb`` (the mechanism is mu-GDP;
             without it only ``mu_lb`` and the many-run eps bound are assumption-free).
     """
 
     mu_lb: float
+    mu_kind: str
     epsilon_assumption: str
 
 
@@ -351,7 +428,7 @@ def many_run_audit(
     *,
     confidence: float = 0.95,
     delta: float = 0.0,
-    strategy: str = "bonferroni",
+    strategy: str = DEFAULT_STRATEGY,
     thresholds: Sequence[float] | np.ndarray | None = None,
     split_fraction: float = 0.5,
     seed: SeedLike = 0,
@@ -365,11 +442,12 @@ def many_run_audit(
         members: 1 if the run included the target, else 0.
         confidence: 1 - beta, the probability that the bound holds.
         delta: the delta of (eps, delta)-DP the bound is stated at.
-        strategy: ``"bonferroni"`` (all distinct thresholds), ``"explicit"`` (``thresholds``
-            fixed in advance) or ``"split"`` (choose on a random split, evaluate on the rest).
+        strategy: ``"grid"`` (joint order-statistic tests, :mod:`bngp.audit.order_grid`),
+            ``"bonferroni"`` (all distinct thresholds), ``"explicit"`` (``thresholds`` fixed
+            in advance) or ``"split"`` (choose on a random split, evaluate on the rest).
         thresholds: the fixed thresholds for ``"explicit"``.
         split_fraction: share of rows used to choose the threshold for ``"split"``.
-        seed: seed of the random split.
+        seed: seed of the random split (``"split"``) or of the tie-breaking (``"grid"``).
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -379,12 +457,16 @@ def many_run_audit(
         True
     """
     delta = check_delta(delta)
-    choice = _choose(scores, members, confidence, strategy, thresholds, split_fraction, seed, _epsilon_objective(delta))
+    choice = _choose(
+        scores, members, confidence, strategy, thresholds, split_fraction, seed,
+        _epsilon_objective(delta), epsilon_family(delta),
+    )
     return ManyRunResult(
-        method="many-run clopper-pearson",
+        method="many-run order-statistic grid" if strategy == "grid" else "many-run clopper-pearson",
         confidence=float(confidence),
         delta=delta,
         epsilon_lb=max(choice.value, 0.0),
+        epsilon_kind="lower bound",
         strategy=strategy,
         **choice.result_fields(),
     )
@@ -396,17 +478,20 @@ def gdp_audit(
     *,
     confidence: float = 0.95,
     delta: float = 1e-5,
-    strategy: str = "bonferroni",
+    strategy: str = DEFAULT_STRATEGY,
     thresholds: Sequence[float] | np.ndarray | None = None,
     split_fraction: float = 0.5,
     seed: SeedLike = 0,
 ) -> GdpResult:
     """Lower bound on the GDP parameter mu, and eps at ``delta`` assuming mu-GDP.
 
-    mu_lb = max_t Phi^-1(1 - alpha_u) - Phi^-1(beta_u) (clipped at 0) with the same
-    Clopper-Pearson limits and threshold strategies as :func:`many_run_audit`; then
-    ``epsilon_lb = gdp_epsilon(mu_lb, delta)`` (Dong, Roth, Su 2019, Cor. 2.13), valid only
-    if the mechanism's trade-off curve is Gaussian.
+    With ``"grid"`` (default) mu_lb is the largest mu that a grid test of
+    :mod:`bngp.audit.order_grid` rejects with f_mu(v) = Phi(Phi^-1(v) + mu); with the other
+    strategies mu_lb = max_t Phi^-1(1 - alpha_u) - Phi^-1(beta_u) with the Clopper-Pearson
+    limits of :func:`many_run_audit` (clipped at 0 either way).  mu_lb needs no assumption.
+    ``epsilon_lb = gdp_epsilon(mu_lb, delta)`` (Dong, Roth, Su 2019, Cor. 2.13) is a lower
+    bound only if the mechanism's trade-off curve is Gaussian (``epsilon_kind``); otherwise
+    it is an estimate.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -420,15 +505,22 @@ def gdp_audit(
         raise InputError(
             "`delta` must be > 0 for the GDP audit (a mu-GDP mechanism with mu > 0 has eps = inf at delta = 0)."
         )
-    choice = _choose(scores, members, confidence, strategy, thresholds, split_fraction, seed, _gdp_objective)
+    choice = _choose(
+        scores, members, confidence, strategy, thresholds, split_fraction, seed, _gdp_objective, gdp_family()
+    )
     mu_lb = max(choice.value, 0.0)
     return GdpResult(
-        method="many-run gdp",
+        method="many-run gdp order-statistic grid" if strategy == "grid" else "many-run gdp",
         confidence=float(confidence),
         delta=delta,
         epsilon_lb=gdp_epsilon(mu_lb, delta),
+        epsilon_kind="lower bound under assumption",
         strategy=strategy,
         **choice.result_fields(),
         mu_lb=mu_lb,
-        epsilon_assumption="the mechanism is mu-GDP (Gaussian trade-off); eps converted from mu_lb at delta",
+        mu_kind="lower bound",
+        epsilon_assumption=(
+            "the mechanism's trade-off curve is Gaussian (exactly mu-GDP for some mu); eps converted from "
+            "mu_lb at delta; without this assumption epsilon_lb is an estimate, not a bound"
+        ),
     )

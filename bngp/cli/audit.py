@@ -14,8 +14,10 @@ A CSV has a header row.  Columns read per method:
 * ``bits``: ``guess,bit``.
 
 AUDIT.json always has ``epsilon_lb`` plus the full result record of the method (and, for
-score-based many-run methods, the empirical ROC summary).  Bad input gives a one-line error
-and exit code 2 before anything is written.
+score-based many-run methods, the empirical ROC summary).  For ``clopper-pearson`` and ``gdp``
+it also has ``epsilon_kind``: ``"lower bound"`` (no assumption) or, for ``gdp``, ``"lower
+bound under assumption"`` (the trade-off curve is Gaussian; otherwise an estimate).  Bad
+input gives a one-line error and exit code 2 before anything is written.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from bngp.audit import (
     roc_summary,
 )
 from bngp.audit.inputs import check_confidence, check_delta, check_labels, check_scores_and_labels
+from bngp.audit.many_run import DEFAULT_STRATEGY
 from bngp.audit.results import to_jsonable
 from bngp.errors import DataFormatError, InputError
 from bngp.io_utils import write_json
@@ -121,9 +124,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     parser.add_argument(
         "--strategy",
-        choices=("bonferroni", "split"),
+        choices=("grid", "bonferroni", "split"),
         default=None,
-        help="clopper-pearson/gdp: threshold choice (default bonferroni)",
+        help=(
+            "clopper-pearson/gdp: threshold rule (default grid: joint tests at order statistics 1, 2, 4, ... "
+            "fixed in advance; bonferroni: every distinct score, Clopper-Pearson limits; split: choose on half)"
+        ),
     )
     parser.add_argument(
         "--k-plus", default=None, help="one-run, fdp-one-run: number(s) of 'in' guesses, e.g. 100 or 50,100"
@@ -293,9 +299,8 @@ def _audit(args: argparse.Namespace, delta: float) -> tuple[Any, dict[str, Any],
                 )
         return result, {}, scores.shape[0]
     audit = gdp_audit if method == "gdp" else many_run_audit
-    result = audit(
-        scores, members, confidence=args.confidence, delta=delta, strategy=args.strategy or "bonferroni", seed=args.seed
-    )
+    strategy = args.strategy or DEFAULT_STRATEGY
+    result = audit(scores, members, confidence=args.confidence, delta=delta, strategy=strategy, seed=args.seed)
     return result, {"roc": roc_summary(scores, members).to_dict()}, scores.shape[0]
 
 
@@ -317,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
         **({"attack": args.attack} if args.attack else {}),
         "rows": rows,
         "epsilon_lb": result.epsilon_lb,
+        **({"epsilon_kind": result.epsilon_kind} if hasattr(result, "epsilon_kind") else {}),
         "confidence": confidence,
         "delta": result.delta,
         "result": result.to_dict(),

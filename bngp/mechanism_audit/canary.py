@@ -353,7 +353,8 @@ def many_run_mechanism_audit(
         if included in (0, runs):
             per_canary.append({"canary": experiment["design"]["canary_ids"][i], "epsilon_lb": 0.0, "skipped": True})
             continue
-        record = many_run_audit(scores[:, i], inclusion[:, i], confidence=per_canary_confidence, delta=delta)
+        record = many_run_audit(scores[:, i], inclusion[:, i], confidence=per_canary_confidence, delta=delta,
+                                strategy="bonferroni")
         per_canary.append({"canary": experiment["design"]["canary_ids"][i], **record.to_dict()})
         if best_canary is None or record.epsilon_lb > best_value:
             best_canary, best_value = i, record.epsilon_lb

@@ -61,9 +61,9 @@ def run(n_scores: int, shift: float, seed: int, repeats: int, naive: bool) -> di
     noise = rng.normal(size=n_scores)
     sort_seconds, _ = _best_seconds(lambda: np.sort(scores), repeats)
     argsort_seconds, _ = _best_seconds(lambda: np.argsort(scores), repeats)
-    audit_seconds, result = _best_seconds(lambda: many_run_audit(scores, members), repeats)
+    audit_seconds, result = _best_seconds(lambda: many_run_audit(scores, members, strategy="bonferroni"), repeats)
     gdp_seconds, gdp = _best_seconds(lambda: gdp_audit(scores, members), repeats)
-    null_seconds, null = _best_seconds(lambda: many_run_audit(noise, members), repeats)
+    null_seconds, null = _best_seconds(lambda: many_run_audit(noise, members, strategy="bonferroni"), repeats)
     results: dict = {
         "scores": n_scores,
         "members": int(members.sum()),
