@@ -23,6 +23,7 @@ _EXPORTS = {
     "simulate_independent": "bngp.data.independent",
     "simulate_genome": "bngp.data.genome",
     "load_vcf": "bngp.data.vcf",
+    "load_adult": "bngp.data.adult",
     "load_population": "bngp.data.npz",
     "save_population": "bngp.data.npz",
     # mechanism and players

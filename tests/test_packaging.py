@@ -40,3 +40,24 @@ def test_installed_names(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def test_every_package_on_disk_is_installed():
+    """pyproject.toml lists packages explicitly (attacks/ and defenses/ are remapped), so a new
+    sub-package left out of the list would be missing from a non-editable install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "bngp").rglob("__init__.py")}
+    on_disk |= {"bngp.attacks", "bngp.defenses"}
+    assert on_disk == listed, f"missing: {sorted(on_disk - listed)}, stale: {sorted(listed - on_disk)}"
+
+
+def test_adult_files_are_package_data():
+    """The UCI Adult rows ship inside the package (bngp.data.adult reads them at run time)."""
+    import tomllib
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["bngp.data"]
+    shipped = {path.name for path in (ROOT / "bngp" / "data" / "adult_files").iterdir()}
+    matched = {name for name in shipped if any(Path(name).match(pattern.split("/")[-1]) for pattern in patterns)}
+    assert shipped and matched == shipped, sorted(shipped - matched)

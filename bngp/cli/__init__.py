@@ -20,6 +20,7 @@ __all__ = ["main", "build_parser", "COMMANDS", "HelpFormatter"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "end-to-end demonstration on built-in defaults"),
     "simulate": ("simulate", "simulate a population and reference panel"),
+    "data": ("data", "population from a data set shipped with bngp (adult: UCI Adult)"),
     "train": ("train", "train a defender G(b, r) in the BNGP game"),
     "evaluate": ("evaluate", "evaluate attacks against a defense (ROC/AUC)"),
     "release": ("release", "release noisy frequencies of a member list, or many shadow releases"),
