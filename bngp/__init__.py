@@ -52,6 +52,7 @@ _EXPORTS = {
     "bayes_weighted_advantage": "bngp.metrics",
     "bgp_risk": "bngp.metrics",
     "run_demo": "bngp.demo",
+    "run_sweep": "bngp.sweep",
     "resolve_device": "bngp.device",
     # errors
     "BNGPError": "bngp.errors",

@@ -441,8 +441,11 @@ def logistic_calibration(
         gradient = x.T @ (p - y) / y.numel() + ridge * params
         hessian = (x * (p * (1 - p))[:, None]).T @ x / y.numel() + torch.diag(ridge) + 1e-12 * torch.eye(x.shape[1], dtype=torch.float64, device=device)
         # the (m + 1) x (m + 1) system is solved on the CPU whatever the device: CUDA's lstsq
-        # has only the full-rank QR driver, and the system is too small to gain from a GPU
-        step = torch.linalg.lstsq(hessian.cpu(), gradient[:, None].cpu()).solution[:, 0].to(device)
+        # has only the full-rank QR driver, and the system is too small to gain from a GPU.  The
+        # SVD driver gelsd, not the default gelsy: gelsy's last bits depended on what the process
+        # had run before (312 of 340 repeats differed in a test), so one sweep cell run after
+        # another could differ from the same cell run alone; gelsd differed in none.
+        step = torch.linalg.lstsq(hessian.cpu(), gradient[:, None].cpu(), driver="gelsd").solution[:, 0].to(device)
         if float(step.abs().max()) <= 1e-10 * (1.0 + float(params.abs().max())):
             break  # converged: a line search would only halve a null step twenty times
         length = 1.0

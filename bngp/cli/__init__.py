@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "release": ("release", "release noisy frequencies of a member list, or many shadow releases"),
     "audit": ("audit", "empirical lower bound on eps from attack scores"),
     "audit-mechanism": ("audit_mechanism", "empirical eps lower bound of the release under a defense (canaries or PANORAMIA)"),
+    "sweep": ("sweep", "run a grid of defenses x trade-offs x seeds x datasets (local or Ray) and plot the frontier"),
 }
 
 

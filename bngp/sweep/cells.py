@@ -1,0 +1,167 @@
+"""The cells of a sweep grid: one (dataset, defense, kappa or eps, seed) each, with the hash
+that names its result file, and the data-dependent checks made before any cell runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from bngp.data.npz import load_population
+from bngp.data.population import Population
+from bngp.defenses.artifact import population_fingerprint
+from bngp.defenses.registry import DefenseContext, parse_defense_spec, split_spec
+from bngp.errors import InputError
+from bngp.game import GameConfig
+from bngp.rng import named_seeds
+
+from .config import BNGP_FAMILY, DatasetSpec, SweepConfig
+
+__all__ = ["Cell", "Dataset", "SEED_STREAMS", "load_datasets", "plan_cells"]
+
+#: the random streams of a cell, spawned from its seed: the defender's training and the
+#: evaluation (the same for every defense at one seed: their cells share the evaluation draws).
+SEED_STREAMS = ("game", "evaluation")
+#: version of the canonical cell parameters; a change makes every stored cell stale.
+CELL_FORMAT = "bngp-sweep-cell-1"
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A dataset of the sweep, loaded: its spec, the population and the population's fingerprint
+    (genotypes and reference panel: results are reused by content, not by file name)."""
+
+    spec: DatasetSpec
+    population: Population
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the grid.
+
+    Attributes:
+        dataset: the dataset's spec (name, path, n).
+        fingerprint: the dataset's :attr:`Dataset.fingerprint`.
+        defense: the defense family as the config writes it (``"bngp"``, ``"gaussian:delta=1e-5"``).
+        parameter: kappa of a BNGP cell, eps of a DP cell.
+        seed: the cell's seed (an entry of ``seeds``); :data:`SEED_STREAMS` are spawned from it.
+        attacks: the attacks evaluated.
+        releases: evaluation releases.
+        game: the defender's GameConfig (BNGP cells), None for DP cells.
+    """
+
+    dataset: DatasetSpec
+    fingerprint: str
+    defense: str
+    parameter: float
+    seed: int
+    attacks: tuple[str, ...]
+    releases: int
+    game: GameConfig | None
+
+    @property
+    def family(self) -> str:
+        """The defense's name: ``bngp`` or the DP mechanism."""
+        return split_spec(self.defense)[0]
+
+    @property
+    def spec(self) -> str:
+        """The defense SPEC of the cell: ``bngp:kappa=K``, or the DP SPEC with its epsilon
+        (``laplace:epsilon=1.0``), as ``bngp evaluate --defense`` takes it."""
+        name, params = split_spec(self.defense)
+        key = "kappa" if name == BNGP_FAMILY else "epsilon"
+        return f"{name}:" + ",".join([f"{key}={self.parameter!r}", *(f"{k}={v}" for k, v in params.items())])
+
+    @property
+    def seeds(self) -> dict[str, int]:
+        """The concrete seed of each stream of :data:`SEED_STREAMS`."""
+        return named_seeds(self.seed, SEED_STREAMS)
+
+    @property
+    def key(self) -> str:
+        """The SHA-256 (first 20 hex digits) of the canonical parameters: what the cell computes,
+        independent of file names and labels."""
+        canonical = {
+            "format": CELL_FORMAT,
+            "population": self.fingerprint,
+            "members": self.dataset.members,
+            "defense": self.spec,
+            "seed": self.seed,
+            "attacks": list(self.attacks),
+            "releases": self.releases,
+            "game": None if self.game is None else self.game.to_dict(),
+        }
+        return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:20]
+
+    @property
+    def label(self) -> str:
+        """One-line description for progress lines."""
+        return f"{self.dataset.name} {self.spec} seed={self.seed}"
+
+    def describe(self) -> dict[str, Any]:
+        """The cell's parameters as recorded with its result."""
+        bngp = self.game is not None
+        return {
+            "key": self.key,
+            "dataset": self.dataset.name,
+            "path": str(self.dataset.path),
+            "members": self.dataset.members,
+            "defense": self.defense,
+            "family": self.family,
+            "spec": self.spec,
+            "kappa": self.parameter if bngp else None,
+            "eps": None if bngp else self.parameter,
+            "seed": self.seed,
+            "seeds": self.seeds,
+            "attacks": list(self.attacks),
+            "releases": self.releases,
+            "game": self.game.to_dict() if bngp else None,
+        }
+
+
+def load_datasets(config: SweepConfig) -> dict[str, Dataset]:
+    """Load every dataset and check what needs the data: 1 <= n <= K - 1, no two datasets with
+    the same population and n, and every DP defense calibrated at every eps."""
+    datasets: dict[str, Dataset] = {}
+    seen: dict[tuple[str, int], str] = {}
+    for spec in config.datasets:
+        population = load_population(spec.path)
+        if spec.members >= population.n_individuals:
+            raise InputError(f"dataset `{spec.name}`: `members` must be between 1 and K - 1 = "
+                             f"{population.n_individuals - 1}, got {spec.members}.")
+        fingerprint = _fingerprint(population)
+        other = seen.setdefault((fingerprint, spec.members), spec.name)
+        if other != spec.name:
+            raise InputError(f"datasets `{other}` and `{spec.name}` are the same population with the same members.")
+        context = DefenseContext(population, spec.members)
+        for cell in _cells(config, spec, fingerprint):
+            if cell.game is None:
+                try:
+                    parse_defense_spec(cell.spec, context)
+                except InputError as exc:
+                    raise InputError(f"dataset `{spec.name}`, defense {cell.spec}: {exc}") from None
+        datasets[spec.name] = Dataset(spec, population, fingerprint)
+    return datasets
+
+
+def _fingerprint(population: Population) -> str:
+    parts = population_fingerprint(population.genotypes) + population_fingerprint(population.reference)
+    return hashlib.sha256(parts.encode()).hexdigest()
+
+
+def plan_cells(config: SweepConfig, datasets: dict[str, Dataset]) -> list[Cell]:
+    """Every cell of the grid, in the order dataset, defense, kappa or eps, seed."""
+    return [cell for spec in config.datasets for cell in _cells(config, spec, datasets[spec.name].fingerprint)]
+
+
+def _cells(config: SweepConfig, spec: DatasetSpec, fingerprint: str) -> list[Cell]:
+    cells = []
+    for defense in config.defenses:
+        bngp = split_spec(defense)[0] == BNGP_FAMILY
+        for parameter in config.kappa if bngp else config.eps:
+            for seed in config.seeds:
+                game = config.game_config(parameter, named_seeds(seed, SEED_STREAMS)["game"]) if bngp else None
+                cells.append(Cell(spec, fingerprint, defense, float(parameter), seed, config.attacks, config.releases, game))
+    return cells

@@ -1,0 +1,103 @@
+"""Running one cell: train the BNGP defender (BNGP cells), evaluate the defense, retry on failure.
+
+:func:`run_cell` is the one task every backend runs, in the caller's process (``local``) or in
+a Ray worker; it always computes on the CPU with one torch/BLAS thread, so that a cell gives
+the same numbers whatever the backend and whatever else runs beside it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from threadpoolctl import threadpool_limits
+
+from bngp.data.population import Population
+from bngp.data.priors import UniformSubsetPrior
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.trained import load_run_defense
+from bngp.evaluate import evaluate_defense
+from bngp.game import Game
+
+from .cells import Cell
+from .results import CellResult
+
+__all__ = ["run_cell", "single_threaded", "error_line"]
+
+
+@contextmanager
+def single_threaded() -> Iterator[None]:
+    """One torch thread and one thread in each BLAS pool for the block; the caller's settings
+    are restored afterwards."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def error_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` of an error."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def run_cell(cell: Cell, population: Population, retries: int) -> CellResult:
+    """Run ``cell`` on ``population``, trying again up to ``retries`` times when it raises;
+    a cell whose every attempt raised comes back with status "failed" and the last error.
+    The run's warnings are recorded in the result (from the training summary and the
+    evaluation's notes), not printed."""
+    started = time.perf_counter()
+    error = ""
+    for attempt in range(1, retries + 2):
+        try:
+            with single_threaded(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                outcome = _compute(cell, population)
+        except Exception as exc:  # any failure of one cell is recorded, never fatal to the sweep
+            error = error_line(exc)
+            continue
+        return CellResult(cell, "ok", attempt, time.perf_counter() - started, **outcome)
+    return CellResult(cell, "failed", retries + 1, time.perf_counter() - started, error=error)
+
+
+def _compute(cell: Cell, population: Population) -> dict:
+    """The outcome fields of :class:`CellResult` of one attempt."""
+    members = cell.dataset.members
+    prior = UniformSubsetPrior(population.n_individuals, members)
+    context = DefenseContext(population, members)
+    training, notes = None, []
+    if cell.game is None:
+        defense = parse_defense_spec(cell.spec, context)
+    else:
+        with tempfile.TemporaryDirectory(prefix="bngp-sweep-") as work:
+            run_dir = Path(work) / "run"
+            summary = Game(population, prior, cell.game).train(run_dir, progress=False)
+            defense = load_run_defense(run_dir, context)  # loaded into memory: the run directory can go
+        training = {
+            "steps": summary.steps,
+            "selected_step": summary.selected["step"] if summary.selected else None,
+            "in_game_auc": summary.in_game_auc,
+            "in_game_utility_loss": summary.utility_loss,
+            "fresh_attacker_auc": summary.fresh_attacker_auc,
+        }
+        notes.extend(summary.warnings)
+    evaluation = evaluate_defense(population, prior, defense, ",".join(cell.attacks), releases=cell.releases,
+                                  seed=cell.seeds["evaluation"], n_members=members)
+    strongest = evaluation.strongest_attack
+    return {
+        "utility_loss": evaluation.utility_loss,
+        "data_independent_utility_loss": evaluation.utility["data_independent_utility_loss"],
+        "auc": {name: entry["auc"] for name, entry in evaluation.attacks.items()},
+        "strongest_attack": strongest,
+        "strongest_auc": evaluation.attacks[strongest]["auc"],
+        "training": training,
+        "warnings": [*notes, *evaluation.notes],
+    }

@@ -1,0 +1,60 @@
+"""The privacy-utility frontier of a sweep as a PNG: utility loss against the strongest attack's
+AUC, one panel per dataset, one colour and marker per defense family."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from bngp.io_utils import atomic_write
+
+from .results import CellResult
+
+__all__ = ["plot_frontier"]
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def plot_frontier(results: tuple[CellResult, ...], path: str | Path) -> Path:
+    """Plot every successful cell as a point (utility loss, strongest-attack AUC), and per
+    defense family a line through its mean over seeds at each kappa or eps; the grey star is
+    the data-independent release (its utility loss, AUC 0.5).  Written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(result.cell.dataset.name for result in results))
+    families = list(dict.fromkeys(result.cell.defense for result in results))
+    colours = plt.get_cmap("tab10").colors
+    figure, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4), dpi=120, squeeze=False)
+    for axis, dataset in zip(axes[0], datasets):
+        finished = [r for r in results if r.cell.dataset.name == dataset and r.ok]
+        for index, family in enumerate(families):
+            points: dict[float, list[tuple[float, float]]] = defaultdict(list)
+            for result in finished:
+                if result.cell.defense == family:
+                    points[result.cell.parameter].append((result.utility_loss, result.strongest_auc))
+            if not points:
+                continue
+            style = {"color": colours[index % len(colours)], "marker": _MARKERS[index % len(_MARKERS)]}
+            every = np.array([point for group in points.values() for point in group])
+            axis.scatter(every[:, 0], every[:, 1], alpha=0.45, s=22, **style)
+            means = np.array([np.mean(points[parameter], axis=0) for parameter in sorted(points)])
+            axis.plot(means[:, 0], means[:, 1], linewidth=1.2, markersize=6, label=family, **style)
+        if finished:
+            baseline = float(np.mean([r.data_independent_utility_loss for r in finished]))
+            axis.scatter([baseline], [0.5], marker="*", s=120, color="grey", label="data-independent release", zorder=3)
+        axis.axhline(0.5, linestyle="--", color="grey", linewidth=0.8)
+        axis.set_xlabel("utility loss (mean |x - f(D)|)")
+        axis.set_ylabel("strongest-attack AUC")
+        axis.set_title(f"{dataset}: {len(finished)} finished cells", fontsize=10)
+        if finished:
+            axis.legend(fontsize=8)
+    figure.tight_layout()
+    with atomic_write(path) as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)
+    return Path(path)

@@ -1,0 +1,71 @@
+"""The merged outputs of a sweep: ``sweep.json`` (every cell's record) and ``sweep.md`` (a table
+per dataset and the failed cells with their errors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import SweepConfig
+from .results import CellResult
+
+__all__ = ["SWEEP_FORMAT", "sweep_payload", "sweep_markdown"]
+
+SWEEP_FORMAT = "bngp-sweep-1"
+
+
+def sweep_payload(config: SweepConfig, results: tuple[CellResult, ...], *, backend: str, computed: int, reused: int,
+                  seconds: float, plot: str) -> dict[str, Any]:
+    """The ``sweep.json`` payload: the config, the counts and every cell's record in grid order."""
+    return {
+        "format": SWEEP_FORMAT,
+        "config": config.to_dict(),
+        "backend": backend,
+        "cells": len(results),
+        "computed": computed,
+        "reused": reused,
+        "failed": sum(not result.ok for result in results),
+        "seconds": seconds,
+        "frontier_plot": plot,
+        "results": [result.to_dict() for result in results],
+    }
+
+
+def _number(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def sweep_markdown(payload: dict[str, Any]) -> str:
+    """``sweep.md``: the counts, one table per dataset (each attack's AUC, the strongest attack,
+    the utility loss), the failed cells with their errors, and the frontier plot."""
+    records = payload["results"]
+    attacks = list(dict.fromkeys(name for record in records for name in record["auc"]))
+    lines = [
+        "# Sweep",
+        "",
+        f"{payload['cells']} cells: {payload['computed']} computed, {payload['reused']} reused, "
+        f"{payload['failed']} failed ({payload['backend']} backend, {payload['seconds']:.1f} s).",
+        "",
+        f"![frontier]({payload['frontier_plot']})",
+    ]
+    header = ["defense", "seed", "utility loss", "strongest attack", "AUC", *attacks, "seconds", "status"]
+    align = ["---", "---:", "---:", "---", "---:", *["---:"] * len(attacks), "---:", "---"]
+    for dataset in dict.fromkeys(record["dataset"] for record in records):
+        lines += ["", f"## {dataset}", "", _row(header), _row(align)]
+        for record in records:
+            if record["dataset"] == dataset:
+                lines.append(_row([
+                    f"`{record['spec']}`", str(record["seed"]), _number(record["utility_loss"], 5),
+                    record["strongest_attack"] or "-", _number(record["strongest_auc"], 4),
+                    *(_number(record["auc"].get(name), 4) for name in attacks),
+                    f"{record['seconds']:.1f}", record["status"],
+                ]))
+    failed = [record for record in records if record["status"] != "ok"]
+    if failed:
+        lines += ["", "## Failed cells", ""]
+        lines += [f"- {record['dataset']} `{record['spec']}` seed {record['seed']} ({record['attempts']} attempts): "
+                  f"{record['error']}" for record in failed]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,108 @@
+"""Sweep configs are validated completely before any work: InputError from the API, one line
+and exit code 2 from the CLI, each naming the problem."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bngp.cli import main
+from bngp.errors import InputError
+from bngp.sweep import load_sweep_config, run_sweep
+from sweep_helpers import small_config, write_config
+
+#: (changes to the small config, a fragment of the error); None removes the key.
+BAD_CONFIGS = [
+    ({"kapa": [1.0]}, "unknown sweep setting `kapa`"),
+    ({"datasets": None}, "`datasets` is required"),
+    ({"datasets": [{"path": "missing.npz", "members": 10}]}, "no population file"),
+    ({"datasets": [{"path": "pop.npz"}]}, "`datasets[0].members` is required"),
+    ({"defenses": ["bngp", "lapalce"]}, "unknown defense family 'lapalce'"),
+    ({"defenses": ["bngp", "laplace:epsilon=1"]}, "`epsilon` is set by the `eps` axis"),
+    ({"kappa": [-1.0]}, "`kappa[0]` must be a number in [0"),
+    ({"kappa": []}, "`kappa` must list at least one value"),
+    ({"defenses": ["laplace"]}, "`kappa` is given but no defense uses it"),
+    ({"eps": [0.0]}, "`eps[0]` must be a number > 0"),
+    ({"seeds": [0, 0]}, "`seeds` lists 0 twice"),
+    ({"seeds": [-1]}, "`seeds[0]` must be an integer >= 0"),
+    ({"attacks": ["lrt", "lrtt"]}, "unknown attack 'lrtt'"),
+    ({"releases": 1}, "`releases` must be an integer >= 2"),
+    ({"retries": -1}, "`retries` must be an integer >= 0"),
+    ({"game": {"stepz": 10}}, "`game.stepz` is not a GameConfig setting"),
+    ({"game": {"kappa": 1.0}}, "`game.kappa` is set by the sweep"),
+    ({"game": {"steps": "10"}}, "`game.steps` must be of type int"),
+    ({"game": {"steps": 0}}, "`game`: `steps` must be >= 1"),
+    # found when the data are read, still before any cell runs
+    ({"datasets": [{"path": "pop.npz", "members": 20}]}, "`members` must be between 1 and K - 1 = 19"),
+    ({"defenses": ["bngp", "gaussian"]}, "needs `delta=...`"),
+]
+
+
+def _bad_config(directory, population, changes):
+    (directory / "pop.npz").write_bytes(population.read_bytes())
+    config = small_config("pop.npz", **changes)  # relative: read against the config's folder
+    return write_config(directory, {key: value for key, value in config.items() if value is not None})
+
+
+@pytest.mark.parametrize("changes, fragment", BAD_CONFIGS, ids=[fragment for _, fragment in BAD_CONFIGS])
+def test_bad_config_is_an_input_error_before_any_work(changes, fragment, sweep_population, tmp_path):
+    path = _bad_config(tmp_path, sweep_population, changes)
+    with pytest.raises(InputError) as caught:
+        run_sweep(path, tmp_path / "out", progress=False)
+    message = str(caught.value)
+    assert fragment in message and "\n" not in message and str(path) in message
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("changes, fragment", BAD_CONFIGS[::4], ids=[fragment for _, fragment in BAD_CONFIGS[::4]])
+def test_cli_bad_config_is_one_line_and_exit_2(changes, fragment, sweep_population, tmp_path, capsys):
+    path = _bad_config(tmp_path, sweep_population, changes)
+    code = main(["sweep", str(path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("bngp sweep: error: ") and fragment in lines[0], err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, text, fragment", [
+    ("sweep.toml", "defenses = [\n", "not valid TOML"),
+    ("sweep.json", "{\"defenses\": ", "not valid JSON"),
+    ("sweep.yaml", "defenses: [bngp]\n", "must be a .json or .toml file"),
+    ("sweep.json", "[1, 2]", "must be a table of settings"),
+])
+def test_unreadable_config_files(name, text, fragment, tmp_path):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match=re.escape(f"{path}: ") + ".*" + re.escape(fragment)):
+        load_sweep_config(path)
+
+
+def test_toml_config_and_relative_paths(sweep_population, tmp_path, monkeypatch):
+    """A TOML config's relative dataset path is read against the config's folder, not the
+    current directory; a single value stands for a one-element list."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "pop.npz").write_bytes(sweep_population.read_bytes())
+    path = folder / "sweep.toml"
+    path.write_text('defenses = ["gaussian:delta=1e-5", "bngp"]\neps = 2\nkappa = [1, 2.5]\nattacks = "lrt,score"\n'
+                    '[[datasets]]\npath = "pop.npz"\nmembers = 10\nname = "tiny"\n'
+                    '[game]\nsteps = 5\nfixed_gaussian_sigmas = [0.1]\n')
+    monkeypatch.chdir(tmp_path)
+    config = load_sweep_config(path)
+    assert config.datasets[0].path == folder / "pop.npz" and config.datasets[0].name == "tiny"
+    assert config.eps == (2.0,) and config.kappa == (1.0, 2.5) and config.attacks == ("lrt", "score")
+    assert config.seeds == (0,) and config.retries == 2
+    game = config.game_config(2.5, 7)
+    assert (game.steps, game.kappa, game.seed, game.fixed_gaussian_sigmas) == (5, 2.5, 7, (0.1,))
+
+
+@pytest.mark.parametrize("options, fragment", [
+    ({"backend": "dask"}, "`backend` must be one of local, ray"),
+    ({"address": "127.0.0.1:6379"}, "apply to the ray backend only"),
+    ({"backend": "ray", "workers": 0}, "`workers` must be an integer >= 1"),
+])
+def test_bad_backend_options(options, fragment, sweep_population, tmp_path):
+    with pytest.raises(InputError, match=re.escape(fragment)):
+        run_sweep(small_config(sweep_population), tmp_path / "out", progress=False, **options)
+    assert not (tmp_path / "out").exists()
