@@ -21,6 +21,7 @@ from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from .network import Attacker, AttackerSpec
 from bngp.rng import spawn_seeds
+from bngp.ridge import LearningCurve, LinearFit
 
 __all__ = ["BayesianAttack"]
 
@@ -48,6 +49,14 @@ class BayesianAttack(Attack):
         self.device = resolve_device(device)
         self.attacker_: Attacker | None = None
         self._rows: dict[bytes, int] = {}
+        self._warm_fit: tuple[LinearFit, LearningCurve | None] | None = None
+
+    def use_ridge_fit(self, fit: LinearFit, curve: LearningCurve | None = None) -> "BayesianAttack":
+        """Start the next :meth:`fit` from ``fit`` (a ridge map from the release to the memberships
+        fitted on releases of the same defense, e.g. the ``linear`` attack's converged fit) instead
+        of fitting its own ("shadow-ridge" warm start only); returns self."""
+        self._warm_fit = (fit, curve)
+        return self
 
     def set_device(self, device: DeviceName | torch.device) -> "BayesianAttack":
         """Train (and score with) the attacker network on ``device``; returns self.  A fitted
@@ -88,6 +97,7 @@ class BayesianAttack(Attack):
             progress=self.progress,
             description="bayesian attacker",
             device=self.device,
+            warm_fit=self._warm_fit if self.config.init == "shadow-ridge" else None,
         )
         self._rows = {row.tobytes(): i for i, row in enumerate(population)}
 

@@ -27,6 +27,8 @@ from bngp.rng import seeded_torch
 from .network import ATTACKER_INITS, Attacker, AttackerInit, AttackerSpec, block_inversion_head
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
+    LearningCurve,
+    LinearFit,
     SharedDraws,
     default_shadow_releases,
     fit_converged,
@@ -110,6 +112,7 @@ def train_attacker(
     progress: bool = False,
     description: str = "fresh attacker",
     device: DeviceName | torch.device = "cpu",
+    warm_fit: tuple[LinearFit, LearningCurve | None] | None = None,
 ) -> Attacker:
     """Train a new attacker for ``config.steps`` steps on batches from ``sample``.
 
@@ -123,6 +126,9 @@ def train_attacker(
     (see :class:`bngp.attacks.network.Attacker`).  Every ``validate_every`` steps the cross-entropy on
     ``validation_draws`` held-out simulated draws is measured and the best state (the
     initialisation included) is kept, so training can only improve on the warm start.
+    ``warm_fit`` (a ridge map and its learning curve, fitted on releases of the same defense,
+    e.g. by the evaluation's ``linear`` attack) replaces the "shadow-ridge" fit: the same
+    converged map is not fitted twice.
 
     The attacker, the warm-start fits and the training run on ``device`` ("auto", "cpu",
     "cuda" or a ``torch.device``); its initial weights (drawn on the CPU from ``seed``) and the
@@ -143,7 +149,15 @@ def train_attacker(
     loss_fn = nn.BCEWithLogitsLoss()
     if spec.init == "shadow-ridge":
         validation = (validation_x, validation_b)
-        if config.shadow_releases is not None:
+        if warm_fit is not None:
+            fit, curve = warm_fit
+            if tuple(fit.weights.shape) != (spec.n_outputs, spec.n_individuals):
+                raise InputError(
+                    f"the warm-start fit maps {tuple(fit.weights.shape)} (outputs, individuals); the attacker "
+                    f"needs ({spec.n_outputs}, {spec.n_individuals})."
+                )
+            x, b = draw(default_shadow_releases(spec.n_individuals, spec.n_outputs))  # for the block weights
+        elif config.shadow_releases is not None:
             x, b = draw(config.shadow_releases)
             fit, curve = fit_ridge(x, b, validation, prior_mean=theta), None
         else:

@@ -507,13 +507,33 @@ class Game:
         }
 
     def fresh_attacker_check(self, steps: int, seed: int, progress: bool = False) -> dict:
-        """Train a new attacker (shadow-ridge warm start, as in evaluation) against the frozen
-        defender; held-out AUC and cross-entropy over 512 fresh draws."""
+        """Fit the linear and whitened attackers to convergence against the frozen defender, then
+        train a new network attacker warm-started from the linear one's ridge map (as in
+        evaluation, which fits that map once for both); held-out AUC and cross-entropy over 512
+        fresh draws."""
         init = "paper" if self.config.attacker_init == "paper" else "shadow-ridge"
         config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=init)
-        sampler = self.release_sampler(seed)
+        test_seed, linear_seed = spawn_seeds(seed, 2)
+        x, b = self.release_sampler(test_seed)(512)
+        labels = b.cpu().numpy()
+        check: dict[str, Any] = {}
+        sampler = self.release_sampler(linear_seed)
+        start = default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+        maximum = max_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+        validation = sampler(DEFAULT_VALIDATION_RELEASES)
+        draws = SharedDraws(sampler)  # both fits read the same shadow releases, simulated once
+        fits = {}
+        for name, fit_function in (("linear", fit_ridge), ("whitened", fit_whitened)):
+            fits[name] = fit, curve = fit_converged(
+                partial(fit_function, prior_mean=self.theta), draws.reader(), start=start, maximum=maximum,
+                validation=validation,
+            )
+            with torch.no_grad():
+                scores = fit.predict(x).cpu().numpy()
+            check[f"{name}_auc"] = float(release_aucs(scores, labels).mean())
+            check[f"{name}_learning_curve"] = curve.to_dict()
         attacker = train_attacker(
-            sampler,
+            self.release_sampler(seed),
             replace(self.attacker_spec, init=init),
             config,
             seed=seed,
@@ -523,33 +543,18 @@ class Game:
             progress=progress,
             description="fresh-attacker check",
             device=self.device,
+            warm_fit=fits["linear"] if init == "shadow-ridge" else None,
         )
-        test_seed, linear_seed = spawn_seeds(seed, 2)
-        x, b = self.release_sampler(test_seed)(512)
         with torch.no_grad():
             logits = attacker(x)
             probabilities = torch.sigmoid(logits)
-        check = {
+        check.update({
             "steps": steps,
-            "auc": float(release_aucs(logits.cpu().numpy(), b.cpu().numpy()).mean()),
+            "auc": float(release_aucs(logits.cpu().numpy(), labels).mean()),
             "bgp_risk": float(F.binary_cross_entropy_with_logits(logits, b)),
             "prior_entropy": self.prior_entropy,
             "warm_start": attacker.warm_start,
-        }
-        sampler = self.release_sampler(linear_seed)
-        start = default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
-        maximum = max_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
-        validation = sampler(DEFAULT_VALIDATION_RELEASES)
-        draws = SharedDraws(sampler)  # both fits read the same shadow releases, simulated once
-        for name, fit_function in (("linear", fit_ridge), ("whitened", fit_whitened)):
-            fit, curve = fit_converged(
-                partial(fit_function, prior_mean=self.theta), draws.reader(), start=start, maximum=maximum,
-                validation=validation,
-            )
-            with torch.no_grad():
-                scores = fit.predict(x).cpu().numpy()
-            check[f"{name}_auc"] = float(release_aucs(scores, b.cpu().numpy()).mean())
-            check[f"{name}_learning_curve"] = curve.to_dict()
+        })
         check["strongest_auc"] = max(check["auc"], check["linear_auc"], check["whitened_auc"])
         if self.dp_bounds is not None:
             lower, upper = self.dp_bounds

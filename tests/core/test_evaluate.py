@@ -118,3 +118,55 @@ def test_result_checks_its_shapes(small_population):
         EvaluationResult({}, 0.0, labels, {"a": np.zeros((3, 4))}, {"a": {"auc": 0.5}}, seed=0, releases=2)
     with pytest.raises(InputError, match="same attacks"):
         EvaluationResult({}, 0.0, labels, {}, {"a": {"auc": 0.5}}, seed=0, releases=3)
+
+
+def test_the_bayesian_attacker_starts_from_the_linear_attacks_converged_fit(small_population, monkeypatch):
+    """With ``linear`` fitted first, ``bayesian`` reuses its ridge map: one converged fit, not two,
+    and the Bayesian attacker's report shows that fit and learning curve."""
+    import bngp.attacks.linear as linear_module
+    import bngp.attacks.training as training_module
+    from bngp.attacks.bayesian import BayesianAttack
+    from bngp.attacks.linear import LinearAttack
+    from bngp.attacks.training import AttackerTrainingConfig
+
+    calls = {"linear": 0, "bayesian": 0}
+
+    def counted(module, name):
+        original = module.fit_converged
+
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, "fit_converged", wrapper)
+
+    counted(linear_module, "linear")
+    counted(training_module, "bayesian")
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    linear = LinearAttack(max_shadow_releases=1000)
+    bayesian = BayesianAttack(AttackerTrainingConfig(steps=5, validate_every=5))
+    result = evaluate_defense(small_population, prior, LaplaceDefense(scale=0.02), {"linear": linear, "bayesian": bayesian},
+                              releases=3, seed=0, n_members=20)
+    assert calls == {"linear": 1, "bayesian": 0}
+    assert result.attacks["bayesian"]["fit"] == linear.fit_.describe()
+    assert result.attacks["bayesian"]["learning_curve"] == linear.learning_curve_.to_dict()
+    # on its own, the Bayesian attacker fits its own map
+    alone = evaluate_defense(small_population, prior, LaplaceDefense(scale=0.02),
+                             {"bayesian": BayesianAttack(AttackerTrainingConfig(steps=5, validate_every=5))},
+                             releases=3, seed=0, n_members=20)
+    assert calls["bayesian"] == 1 and alone.attacks["bayesian"]["fit"] != linear.fit_.describe()
+
+
+def test_a_warm_start_fit_of_the_wrong_shape_is_refused(small_population):
+    from bngp.attacks.base import attack_knowledge
+    from bngp.attacks.bayesian import BayesianAttack
+    from bngp.attacks.linear import LinearAttack
+    from bngp.attacks.training import AttackerTrainingConfig
+
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    knowledge = attack_knowledge(small_population, prior, LaplaceDefense(scale=0.02), 20)
+    linear = LinearAttack(n_shadow_releases=300).fit(knowledge, seed=0)
+    fit = dataclasses.replace(linear.fit_, weights=linear.fit_.weights[:-1])
+    bayesian = BayesianAttack(AttackerTrainingConfig(steps=0)).use_ridge_fit(fit)
+    with pytest.raises(InputError, match="warm-start fit"):
+        bayesian.fit(knowledge, seed=0)

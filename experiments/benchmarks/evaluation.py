@@ -1,0 +1,119 @@
+"""Benchmark: `bngp evaluate --attacks all` against a fixed defense, time per attack.
+
+Runs :func:`bngp.evaluate.evaluate_defense` (every attack the evaluation's knowledge allows,
+50 releases by default) on an independent-SNV population of K individuals and |Q| outputs, with
+n = K / 2 members, against a fixed DP defense, in this process after measuring the machine's
+float32 and float64 matmul throughput with the same threads.  Reports each attack's wall time
+(fit + scoring), its share, the total against the issue's target (<= 180 s at K = 800,
+|Q| = 5000), peak memory and each attack's AUC (so a faster run can be checked to be as
+strong).  The converged linear fits report their learning curves; their cost is dominated by
+one |Q| x |Q| eigendecomposition per size of the curve (see ``docs/results.md``, Speed).
+
+Usage::
+
+    OMP_NUM_THREADS=1 python experiments/benchmarks/evaluation.py --individuals 800 --snvs 5000 \\
+        [--defense laplace:epsilon=10] [--releases 50] [--threads 1] [--out experiments/results/benchmarks]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import matmul_peak_flops, peak_memory_gib  # noqa: E402
+
+#: the issue's target for K = 800, |Q| = 5000, 50 releases (seconds).
+PAPER_SCALE_TARGET_SECONDS = 180.0
+
+
+def measure(individuals: int, snvs: int, defense_spec: str, releases: int, threads: int, seed: int) -> dict:
+    """Evaluate every attack against ``defense_spec`` and return the timing record."""
+    import torch
+
+    from bngp.data.independent import simulate_independent
+    from bngp.data.priors import UniformSubsetPrior
+    from bngp.defenses.registry import DefenseContext, parse_defense_spec
+    from bngp.evaluate import evaluate_defense
+
+    torch.set_num_threads(threads)
+    peak32 = matmul_peak_flops()
+    peak64 = matmul_peak_flops(dtype=torch.float64)
+    population = simulate_independent(individuals, individuals, snvs, seed=seed)
+    members = individuals // 2
+    prior = UniformSubsetPrior(individuals, members)
+    defense = parse_defense_spec(defense_spec, DefenseContext(population, members))
+    started = time.perf_counter()
+    result = evaluate_defense(population, prior, defense, "all", releases=releases, seed=seed, n_members=members,
+                              progress=True)
+    wall = time.perf_counter() - started
+    attacks = {name: {"seconds": entry["seconds"], "share": entry["seconds"] / wall, "auc": entry["auc"]}
+               for name, entry in result.attacks.items()}
+    return {
+        "individuals": individuals,
+        "snvs": snvs,
+        "members": members,
+        "defense": defense_spec,
+        "releases": releases,
+        "threads": threads,
+        "seed": seed,
+        "matmul_gflops_float32": peak32 / 1e9,
+        "matmul_gflops_float64": peak64 / 1e9,
+        "wall_seconds": wall,
+        "peak_memory_gib": peak_memory_gib(),
+        "attacks": attacks,
+    }
+
+
+def markdown(record: dict, command: str) -> str:
+    paper_scale = record["individuals"] == 800 and record["snvs"] == 5000
+    target = ""
+    if paper_scale:
+        met = record["wall_seconds"] <= PAPER_SCALE_TARGET_SECONDS
+        target = f"; target <= {PAPER_SCALE_TARGET_SECONDS:.0f} s: {'met' if met else 'NOT met'}"
+    lines = [
+        "# Evaluation time by attack",
+        "",
+        f"`{command}` (seed {record['seed']}, {record['threads']} thread(s)).",
+        "",
+        f"K = {record['individuals']}, |Q| = {record['snvs']}, n = {record['members']}, defense "
+        f"`{record['defense']}`, {record['releases']} releases. matmul {record['matmul_gflops_float32']:.1f} GFLOP/s "
+        f"(float32), {record['matmul_gflops_float64']:.1f} (float64), measured in the same process; "
+        f"**evaluation {record['wall_seconds']:.0f} s**{target}; peak memory {record['peak_memory_gib']:.2f} GiB.",
+        "",
+        "| attack | s | share | AUC |",
+        "|---|---|---|---|",
+    ]
+    for name, entry in sorted(record["attacks"].items(), key=lambda item: -item[1]["seconds"]):
+        lines.append(f"| {name} | {entry['seconds']:.1f} | {entry['share']:.0%} | {entry['auc']:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--individuals", type=int, default=800, help="K (default: %(default)s)")
+    parser.add_argument("--snvs", type=int, default=5000, help="|Q| (default: %(default)s)")
+    parser.add_argument("--defense", default="laplace:epsilon=10", help="defense spec (default: %(default)s)")
+    parser.add_argument("--releases", type=int, default=50, help="(default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
+    parser.add_argument("--out", default="experiments/results/benchmarks", help="output folder (default: %(default)s)")
+    args = parser.parse_args(argv)
+    from bngp.io_utils import write_json, write_text
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "python experiments/benchmarks/evaluation.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    record = measure(args.individuals, args.snvs, args.defense, args.releases, args.threads, args.seed)
+    stem = f"evaluation_{args.individuals}x{args.snvs}_t{args.threads}"
+    write_json(out / f"{stem}.json", {"command": command, **record})
+    write_text(out / f"{stem}.md", markdown(record, command))
+    print(markdown(record, command))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
