@@ -1,4 +1,9 @@
-"""Human-readable outputs: ROC plots (PNG) and Markdown summaries, written atomically."""
+"""Human-readable outputs: ROC plots (PNG) and Markdown summaries, written atomically.
+
+Plain arrays and dicts in, files out: the audit report (:func:`plot_tradeoff`,
+:func:`audit_markdown`) gets its curves from the command, since this module may not import
+:mod:`bngp.audit` (same layer).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import numpy as np
 from bngp.io_utils import atomic_write
 from bngp.metrics import roc_curve
 
-__all__ = ["plot_roc", "plot_learning_curves", "evaluation_markdown"]
+__all__ = ["plot_roc", "plot_learning_curves", "evaluation_markdown", "plot_tradeoff", "audit_markdown"]
 
 
 def plot_roc(
@@ -118,4 +123,117 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
             lines.append(f"- `{name}` orientation: {entry['orientation_note']}")
     lines += ["", "Attack knowledge:"]
     lines += [f"- `{name}`: {entry['knowledge']}" for name, entry in payload["attacks"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def plot_tradeoff(
+    path: str | Path,
+    *,
+    region: dict | None = None,
+    curves: list[tuple[str, np.ndarray, np.ndarray]] = (),
+    points: list[tuple[str, float, float]] = (),
+    title: str = "Empirical trade-off curve",
+) -> Path:
+    """Plot FNR against FPR (the f-DP picture, Dong, Roth, Su, arXiv:1905.02383) to a PNG file.
+
+    ``region`` holds the arrays of :class:`bngp.audit.EmpiricalTradeoff` as a dict (``alpha``,
+    ``beta`` and the ``_upper``/``_lower`` limits, plus ``confidence``): the point estimates are
+    drawn as a line and the simultaneous region as a shaded band between the conservative
+    corners (alpha_upper, beta_upper) and the optimistic ones (alpha_lower, beta_lower).
+    ``curves`` are (label, x, y) trade-off functions (a claim, the certified eps), ``points``
+    single (label, FPR, FNR) points (the bits audit).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5.4, 5.0), dpi=120)
+    if region is not None:
+        upper = np.column_stack((region["alpha_upper"], region["beta_upper"]))
+        lower = np.column_stack((region["alpha_lower"], region["beta_lower"]))[::-1]
+        axis.fill(*np.vstack((upper, lower)).T, color="tab:blue", alpha=0.2, linewidth=0,
+                  label=f"simultaneous {100 * region['confidence']:g}% region")
+        axis.plot(region["alpha_upper"], region["beta_upper"], color="tab:blue", linewidth=0.8, linestyle=":",
+                  label="conservative corner (upper limits)")
+        axis.plot(region["alpha"], region["beta"], color="tab:blue", linewidth=1.6, label="empirical (FPR, FNR)")
+    styles = [("tab:red", "-"), ("tab:green", "--"), ("tab:purple", "-."), ("tab:orange", ":")]
+    for index, (label, x, y) in enumerate(curves):
+        colour, style = styles[index % len(styles)]
+        axis.plot(x, y, color=colour, linestyle=style, linewidth=1.4, label=label)
+    markers = ["o", "s", "^", "D"]
+    for index, (label, x, y) in enumerate(points):
+        axis.plot([x], [y], marker=markers[index % len(markers)], linestyle="none", markersize=6, label=label)
+    axis.plot([0, 1], [1, 0], linestyle="--", color="grey", linewidth=0.8, label="random guessing")
+    axis.set_xlabel("false positive rate alpha (non-member called member)")
+    axis.set_ylabel("false negative rate beta (member missed)")
+    axis.set_xlim(0, 1)
+    axis.set_ylim(0, 1.01)
+    axis.set_title(title, fontsize=10)
+    axis.legend(loc="upper right", fontsize=7)
+    figure.tight_layout()
+    with atomic_write(path) as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)
+    return Path(path)
+
+
+def _number(value: object, digits: int = 4) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.{digits}f}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3g}"
+    return str(value)
+
+
+def audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> str:
+    """The Markdown report of an AUDIT.json payload of ``bngp audit``.
+
+    ``rows`` are the table's rows (``method``, ``epsilon_lb``, ``epsilon_kind``, ``confidence``,
+    ``delta``, ``detail``), one per method run; ``payload`` gives the header (``input``,
+    ``rows``, ``method``, ``confidence``, ``delta``, ``epsilon_lb``, ``epsilon_kind`` and,
+    when present, ``attack``, ``epsilon_lb_method``, ``claim``, ``tradeoff`` and ``report``).
+    """
+    source = f"`{payload['input']}`" + (f" (attack `{payload['attack']}`)" if payload.get("attack") else "")
+    lines = [
+        "## Privacy audit",
+        "",
+        f"Input: {source}, {payload['rows']} rows; method: `{payload['method']}`; confidence "
+        f"{payload['confidence']:g}; delta {payload['delta']:g}.",
+        "",
+    ]
+    origin = f", from `{payload['epsilon_lb_method']}`" if payload.get("epsilon_lb_method") else ""
+    lines += [f"**epsilon_lb = {_number(payload['epsilon_lb'])}** ({payload['epsilon_kind']}{origin}).", ""]
+    lines += ["| method | epsilon_lb | kind | confidence | delta | detail |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| {row['method']} | {_number(row['epsilon_lb'])} | {row['epsilon_kind']} | {row['confidence']:g} | "
+            f"{row['delta']:g} | {row['detail']} |"
+        )
+    claim = payload.get("claim")
+    if claim:
+        where = (
+            f"at FPR <= {_number(claim['alpha'])} the FNR is at most {_number(claim['beta_upper'])}, below the "
+            f"claimed {_number(claim['claimed_beta'])}"
+            if claim["refuted"]
+            else f"closest point: FPR <= {_number(claim['alpha'])}, FNR <= {_number(claim['beta_upper'])}, claimed "
+            f"FNR >= {_number(claim['claimed_beta'])}"
+        )
+        verdict = "**refuted**" if claim["refuted"] else "**not refuted**"
+        lines += ["", f"Claim `{claim['claim']}`: {verdict} at confidence {claim['confidence']:g} ({where}; "
+                  f"assumes {claim['assumption']})."]
+    tradeoff = payload.get("tradeoff")
+    if tradeoff:
+        lines += [
+            "",
+            f"Trade-off region: {tradeoff['thresholds_examined']} thresholds ({tradeoff['decision_rule']}) over "
+            f"{tradeoff['n_nonmembers']} non-members and {tradeoff['n_members']} members; simultaneous at "
+            f"confidence {tradeoff['confidence']:g} ({tradeoff['union_bound']}).",
+        ]
+    report = payload.get("report", {})
+    if report.get("png"):
+        name = Path(report["png"]).name
+        lines += ["", f"![trade-off plot: FPR on x, FNR on y]({name})"]
+    if notes:
+        lines.append("")
+    for note in notes:
+        lines.append(f"- Note: {note}")
     return "\n".join(lines) + "\n"

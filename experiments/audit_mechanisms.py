@@ -112,7 +112,8 @@ def markdown(rows: list[dict], args: argparse.Namespace, population: Population)
         f"Population: K = {population.n_individuals}, |Q| = {population.n_attributes}, n = {args.members} members; "
         f"canaries {args.canaries} (one-run, panoramia audit-set size), {args.many_run_canaries} x {args.runs} runs "
         f"(many-run); confidence 0.95; DP sensitivity convention `{args.sensitivity}`.",
-        "PANORAMIA's number is eps_tilde, a measurement rather than a lower bound.",
+        "PANORAMIA: eps_lb is the real-non-member companion's lower bound when there is one; eps_tilde "
+        "(generated non-members) is a measurement, not a lower bound, and is given in brackets.",
         "",
         "| defense | mode | attack | seed | eps_lb | claimed eps | exceeds claim | attack AUC | seconds |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -121,6 +122,9 @@ def markdown(rows: list[dict], args: argparse.Namespace, population: Population)
         claimed = "-" if row["claimed_epsilon"] is None else f"{row['claimed_epsilon']:g}"
         exceeds = "-" if row["bound_exceeds_claim"] is None else ("**yes**" if row["bound_exceeds_claim"] else "no")
         bound = f"{row['epsilon_lb']:.3f}" + ("" if row["is_lower_bound"] else " (meas.)")
+        generated = (row["audit"].get("panoramia") or {}).get("generated_nonmembers")
+        if generated is not None:
+            bound += f" [eps_tilde {generated['epsilon_tilde']:.3f}]"
         lines.append(
             f"| `{row['defense']}` | {row['mode']} | {row['attack']} | {row['seed']} | {bound} | {claimed} | "
             f"{exceeds} | {row['attack_auc']:.3f} | {row['seconds']:.1f} |"

@@ -34,6 +34,7 @@ MODULES_WITH_EXAMPLES = {
     "bngp.audit.one_run",
     "bngp.audit.order_grid",
     "bngp.audit.fdp_one_run",
+    "bngp.audit.tradeoff_curve",
     "bngp.data.adult",
     "bngp.data.genome",
     "bngp.mechanism_audit.dispatch",

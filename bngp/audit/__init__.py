@@ -8,6 +8,8 @@ pays for that search (:class:`AuditResult`).
 * :mod:`~bngp.audit.order_grid`: their default threshold rule, joint tests at order statistics
   fixed in advance.
 * :mod:`~bngp.audit.roc`: empirical ROC, AUC, TPR at FPR, advantage.
+* :mod:`~bngp.audit.tradeoff_curve`: the many-run f-DP view: the empirical trade-off curve
+  with a simultaneous confidence region, and tests of claimed curves (Gaussian, (eps, delta)).
 * :mod:`~bngp.audit.one_run`: the one-run audit of Steinke, Nasr, Jagielski (2023).
 * :mod:`~bngp.audit.fdp_one_run`: the f-DP one-run audit of Mahloujifar, Melis, Chaudhuri
   (arXiv:2410.22235): GDP mu and eps lower bounds, and a test of any claimed trade-off curve.
@@ -34,6 +36,17 @@ from bngp.audit.bits import (
     error_rate_upper_bound,
     per_bit_error_floor,
     theta_from_error_rate,
+)
+from bngp.audit.tradeoff_curve import (
+    CLAIM_FORMATS,
+    Claim,
+    ClaimCheck,
+    EmpiricalTradeoff,
+    check_claim,
+    check_claim_error_rate,
+    count_levels,
+    empirical_tradeoff,
+    parse_claim,
 )
 from bngp.audit.fdp_one_run import (
     FdpBound,
@@ -76,7 +89,11 @@ __all__ = [
     "BOUND_KINDS",
     "BinomialBound",
     "BitsResult",
+    "CLAIM_FORMATS",
+    "Claim",
+    "ClaimCheck",
     "DEFAULT_STRATEGY",
+    "EmpiricalTradeoff",
     "FAMILIES",
     "FdpBound",
     "FdpOneRunResult",
@@ -93,9 +110,13 @@ __all__ = [
     "binomial_p_value",
     "bits_audit",
     "bits_audit_from_counts",
+    "check_claim",
+    "check_claim_error_rate",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
+    "count_levels",
     "default_one_run_candidates",
+    "empirical_tradeoff",
     "eps_delta_tradeoff",
     "epsilon_lower_bound_from_tv",
     "error_rate_upper_bound",
@@ -117,6 +138,7 @@ __all__ = [
     "one_run_audit",
     "one_run_search",
     "panoramia_audit",
+    "parse_claim",
     "per_bit_error_floor",
     "roc_curve",
     "roc_summary",

@@ -2,12 +2,19 @@
 
     bngp audit-mechanism --population POP.npz --defense SPEC --mode one-run|many-run|panoramia \\
         --canaries M --members N --attack NAME [--runs R] [--confidence C] [--delta D] \\
-        [--neighbouring auto|replace|add-remove] [--seed S] [--device auto|cpu|cuda] --out AUDIT.json
+        [--neighbouring auto|replace|add-remove] [--real-nonmembers R] [--seed S] [--device auto|cpu|cuda] \
+        --out AUDIT.json
 
 AUDIT.json has ``epsilon_lb`` with the defense's claimed guarantee next to it
 (``claimed_epsilon``, ``claimed_delta``, ``bound_exceeds_claim``), the method's records, the
 design, the attack with its knowledge statement and the seeds (same seed -> same file).  Bad
 input gives a one-line error and exit code 2 before anything is written.
+
+PANORAMIA reports two numbers (AUDIT.json ``panoramia``, and both on the summary line): eps_tilde
+with generated non-members, a measurement (it assumes the generator's closeness c = c_lb), and,
+with ``--real-nonmembers R`` individuals outside the dataset held out from the generator (default
+min(M, (K - N) // 2, K - N - 10); 0: none), a lower bound from real non-members, which is then
+``epsilon_lb`` (:mod:`bngp.mechanism_audit.panoramia_genome`, arXiv:2402.09477).
 
 A defense that perturbs c > 1 copies of f(D) (``run:RUN_DIR`` of a run trained with
 ``--compose``, or ``matched-*:run=RUN_DIR`` of one; arXiv:2410.07414, App. L.6) is audited on its
@@ -39,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=(
             "Run the allele-frequency release under a defense on audit datasets, attack it and turn the "
             "attack's scores into an empirical lower bound on eps (one-run, many-run) or PANORAMIA's "
-            "measurement; writes AUDIT.json."
+            "measurement with generated non-members and its lower bound with real non-members; writes AUDIT.json."
         ),
     )
     add_threads_arg(parser)
@@ -86,6 +93,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default="auto",
         help="canary modes: neighbouring relation of the design (default auto: the defense's, else replace)",
     )
+    parser.add_argument(
+        "--real-nonmembers",
+        type=int,
+        default=None,
+        metavar="R",
+        help=(
+            "panoramia: individuals outside the dataset held out from the generator and audited as real "
+            "non-members, for a valid lower bound next to the generated-non-member measurement "
+            "(default min(M, (K - N) // 2, K - N - 10); 0: none)"
+        ),
+    )
     parser.add_argument("--seed", type=int, default=0, help="audit seed (default 0)")
     parser.add_argument("--out", required=True, metavar="AUDIT.json", help="output JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -111,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         delta=args.delta,
         neighbouring=args.neighbouring,
+        real_nonmembers="auto" if args.real_nonmembers is None else args.real_nonmembers,
         seed=args.seed,
         progress=not args.quiet,
         device=device,
@@ -121,6 +140,16 @@ def run(args: argparse.Namespace) -> int:
     write_json(args.out, payload)
     claim = "no claimed guarantee" if result.claimed is None else f"claimed eps {result.claimed_epsilon:g}"
     kind = "lower bound" if result.is_lower_bound else "measurement"
+    if result.panoramia is not None:
+        real = result.panoramia["real_nonmembers"]
+        eps_tilde = result.panoramia["generated_nonmembers"]["epsilon_tilde"]
+        if real is None:
+            kind = "eps_tilde with generated non-members, a measurement; no real non-members"
+        else:
+            kind = (
+                f"lower bound with {real['nonmembers']} real non-members; eps_tilde = {eps_tilde:.4f} with "
+                "generated non-members, a measurement"
+            )
     print(
         f"epsilon_lb = {result.epsilon_lb:.4f} ({args.mode} {kind}, {claim}, confidence {result.confidence:g}, "
         f"delta {result.delta:g}, attack {args.attack}, {time.perf_counter() - start:.1f} s) -> {args.out}"

@@ -9,7 +9,8 @@ the knowledge that attack may have, scores, and hands the scores to :mod:`bngp.a
 * :mod:`~bngp.mechanism_audit.haplotype_model`: a Li & Stephens (2003) haplotype-copying generator of
   synthetic individuals.
 * :mod:`~bngp.mechanism_audit.panoramia_genome`: PANORAMIA (Kazmi et al.) with generated non-members,
-  a baseline classifier and a release-aware MIA.
+  a baseline classifier and a release-aware MIA (a measurement), and its companion lower bound
+  with real non-members held out from the generator.
 * :mod:`~bngp.mechanism_audit.dispatch`: :func:`audit_mechanism`, the single entry point.
 * :mod:`~bngp.mechanism_audit.results`: :class:`MechanismAuditResult`, the AUDIT.json record.
 """
@@ -24,7 +25,14 @@ from bngp.mechanism_audit.haplotype_model import (
     compare_genotypes,
 )
 from bngp.mechanism_audit.dispatch import DEFAULT_RUNS, audit_mechanism
-from bngp.mechanism_audit.panoramia_genome import MIN_TRAINING_MEMBERS, genotype_features, panoramia_mechanism_audit
+from bngp.mechanism_audit.panoramia_genome import (
+    MIN_GENERATOR_PANEL,
+    MIN_TRAINING_MEMBERS,
+    PanoramiaDesign,
+    genotype_features,
+    panoramia_design,
+    panoramia_mechanism_audit,
+)
 from bngp.mechanism_audit.results import MODES, NEIGHBOURING, MechanismAuditResult, claimed_guarantee, resolve_neighbouring
 
 __all__ = [
@@ -34,10 +42,12 @@ __all__ = [
     "DEFAULT_SWITCH_GRID",
     "GeneratorDiagnostics",
     "HaplotypeCopyingModel",
+    "MIN_GENERATOR_PANEL",
     "MIN_TRAINING_MEMBERS",
     "MODES",
     "MechanismAuditResult",
     "NEIGHBOURING",
+    "PanoramiaDesign",
     "adjacent_r2",
     "audit_mechanism",
     "claimed_guarantee",
@@ -45,6 +55,7 @@ __all__ = [
     "genotype_features",
     "many_run_mechanism_audit",
     "one_run_mechanism_audit",
+    "panoramia_design",
     "panoramia_mechanism_audit",
     "resolve_neighbouring",
 ]

@@ -3,7 +3,11 @@
 Independence of the streams is what makes the bounds valid: the audit's membership draws,
 the release noise, the attack's own shadow simulations and the tie-breaking of the one-run
 guesses each get a seed derived from the audit seed by :func:`bngp.rng.spawn_seeds`, so the
-attack never sees (nor regenerates) the audited releases.
+attack never sees (nor regenerates) the audited releases.  PANORAMIA's ``companion`` stream
+splits the individuals outside the dataset into the generator's panel and the real non-members
+and draws the companion audit's inclusion coins (:mod:`bngp.mechanism_audit.panoramia_genome`).
+Streams are only ever appended to :data:`SEED_STREAMS`: SeedSequence children do not depend on
+how many are spawned, so a new stream leaves the seeds of the others, and their draws, unchanged.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ __all__ = [
 ]
 
 #: the independent random streams of an audit, in the order they are derived.
-SEED_STREAMS = ("design", "release", "attack", "ties", "generator")
+SEED_STREAMS = ("design", "release", "attack", "ties", "generator", "companion")
 #: derived seeds are kept below 2^31 so that every consumer (numpy, torch, an attack that
 #: offsets its seed for successive shadow batches) accepts them.
 _SEED_MODULUS = 2**31

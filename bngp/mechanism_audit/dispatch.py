@@ -2,7 +2,8 @@
 
 ``audit_mechanism`` checks that the options fit the mode and dispatches to the one-run or
 many-run canary audit (:mod:`bngp.mechanism_audit.canary`) or to PANORAMIA with generated
-non-members (:mod:`bngp.mechanism_audit.panoramia_genome`).
+non-members and its real-non-member companion lower bound
+(:mod:`bngp.mechanism_audit.panoramia_genome`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from bngp.attacks.base import Attack
 from bngp.mechanism_audit.canary import many_run_mechanism_audit, one_run_mechanism_audit
-from bngp.mechanism_audit.panoramia_genome import panoramia_mechanism_audit
+from bngp.mechanism_audit.panoramia_genome import RealNonmembers, panoramia_mechanism_audit
 from bngp.mechanism_audit.results import MODES, MechanismAuditResult
 from bngp.data.population import Population
 from bngp.device import DeviceName, resolve_device
@@ -39,6 +40,7 @@ def audit_mechanism(
     confidence: float = 0.95,
     delta: float | None = None,
     neighbouring: str = "auto",
+    real_nonmembers: RealNonmembers = "auto",
     seed: int | None = 0,
     progress: bool = False,
     device: DeviceName | torch.device = "cpu",
@@ -56,6 +58,11 @@ def audit_mechanism(
         confidence: 1 - beta.
         delta: delta of the bound (canary modes; default the defense's claimed delta).
         neighbouring: ``"auto"``, ``"replace"`` or ``"add-remove"`` (canary modes).
+        real_nonmembers: panoramia only: R individuals outside the dataset held out from the
+            generator and audited as real non-members, for the companion lower bound that becomes
+            ``epsilon_lb``; 0 or None: none (``epsilon_lb`` is then the eps_tilde measurement);
+            "auto" (default): min(m, floor((K - n) / 2), K - n - 10), none if below 2.  Any value
+            other than "auto" or None with another mode is an error.
         seed: the audit seed.
         progress: a line on stderr when the releases are drawn and the attack is being fitted.
         device: "auto", "cpu", "cuda" or a ``torch.device``: where an attack that trains a network
@@ -76,14 +83,19 @@ def audit_mechanism(
     device = resolve_device(device)
     if mode != "many-run" and runs not in (None, 1):
         raise InputError(f"`runs` applies only to the many-run mode (mode {mode!r} uses one release), got {runs}.")
+    if mode != "panoramia" and not (real_nonmembers is None or real_nonmembers == "auto"):
+        raise InputError(
+            f"`real_nonmembers` applies only to the panoramia mode (mode {mode!r} has no generator), got "
+            f"{real_nonmembers!r}."
+        )
     if mode == "panoramia":
         if delta not in (None, 0.0):
             raise InputError("`delta` does not apply to panoramia (a pure-DP measurement), got a non-zero value.")
         if neighbouring != "auto":
             raise InputError("`neighbouring` does not apply to panoramia (datasets are n of K uniformly).")
         return panoramia_mechanism_audit(
-            population, defense, attack, audit_size=canaries, members=members, confidence=confidence, seed=seed,
-            progress=progress, device=device,
+            population, defense, attack, audit_size=canaries, members=members, real_nonmembers=real_nonmembers,
+            confidence=confidence, seed=seed, progress=progress, device=device,
         )
     common = dict(
         canaries=canaries, members=members, confidence=confidence, delta=delta, neighbouring=neighbouring, seed=seed,

@@ -63,7 +63,8 @@ class MechanismAuditResult:
     Attributes:
         mode: ``"one-run"``, ``"many-run"`` or ``"panoramia"``.
         epsilon_lb: the audit's number (a lower bound on eps at ``delta`` when
-            ``is_lower_bound``; PANORAMIA's eps_tilde measurement otherwise).
+            ``is_lower_bound``; PANORAMIA's eps_tilde measurement otherwise).  PANORAMIA with
+            real non-members reports its companion lower bound here, eps_tilde in ``panoramia``.
         is_lower_bound: whether ``epsilon_lb`` is a statistically valid lower bound.
         interpretation: one sentence saying what ``epsilon_lb`` means.
         confidence: 1 - beta of the whole statement.
@@ -77,6 +78,12 @@ class MechanismAuditResult:
         seed: the audit seed; ``seeds`` derived from it for each independent stream.
         seeds: the derived seeds by purpose.
         device: where an attack that trains a network ran (``"cpu"`` or ``"cuda:0"``).
+        panoramia: PANORAMIA only (None otherwise): its two numbers with their meaning,
+            ``real_nonmembers`` (the companion's ``epsilon_lb``, a valid lower bound, with its
+            audit-set sizes; None without real non-members) and ``generated_nonmembers``
+            (``epsilon_tilde``, a measurement that assumes the generator's closeness c = c_lb),
+            and ``reported_as_epsilon_lb`` naming the one in ``epsilon_lb``: the lower bound when
+            there is one (:mod:`bngp.mechanism_audit.panoramia_genome`).
     """
 
     mode: str
@@ -94,6 +101,7 @@ class MechanismAuditResult:
     seed: int
     seeds: dict[str, int]
     device: str = "cpu"
+    panoramia: dict[str, Any] | None = None
 
     @property
     def claimed_epsilon(self) -> float | None:
@@ -122,17 +130,23 @@ class MechanismAuditResult:
         return self.epsilon_lb > self.claimed_epsilon
 
     def to_dict(self) -> dict[str, Any]:
-        """The AUDIT.json payload: the bound first, the claim next to it, then the details."""
+        """The AUDIT.json payload: the bound first, the claim next to it, then the details
+        (PANORAMIA: its two numbers, ``panoramia``, right after the interpretation)."""
+        payload: dict[str, Any] = {
+            "command": "audit-mechanism",
+            "mode": self.mode,
+            "epsilon_lb": self.epsilon_lb,
+            "claimed_epsilon": self.claimed_epsilon,
+            "claimed_delta": None if self.claimed is None else self.claimed.get("delta", 0.0),
+            "bound_exceeds_claim": self.exceeds_claim,
+            "is_lower_bound": self.is_lower_bound,
+            "interpretation": self.interpretation,
+        }
+        if self.panoramia is not None:
+            payload["panoramia"] = self.panoramia
         return to_jsonable(
             {
-                "command": "audit-mechanism",
-                "mode": self.mode,
-                "epsilon_lb": self.epsilon_lb,
-                "claimed_epsilon": self.claimed_epsilon,
-                "claimed_delta": None if self.claimed is None else self.claimed.get("delta", 0.0),
-                "bound_exceeds_claim": self.exceeds_claim,
-                "is_lower_bound": self.is_lower_bound,
-                "interpretation": self.interpretation,
+                **payload,
                 "confidence": self.confidence,
                 "delta": self.delta,
                 "claimed_guarantee": self.claimed,

@@ -1,4 +1,6 @@
-"""``bngp audit`` end to end: every method writes AUDIT.json; bad input exits 2 with one line."""
+"""``bngp audit`` end to end: every method writes AUDIT.json (and AUDIT.md, AUDIT.png next to
+it); ``--method all`` reports every score method in one table; ``--claim`` is checked; bad input
+exits 2 with one line."""
 
 import json
 import math
@@ -6,8 +8,20 @@ import math
 import numpy as np
 import pytest
 
-from bngp.audit import bits_audit, fdp_one_run_audit, fdp_one_run_search, many_run_audit, panoramia_audit
+from bngp.audit import (
+    bits_audit,
+    check_claim,
+    empirical_tradeoff,
+    fdp_one_run_audit,
+    fdp_one_run_search,
+    gdp_audit,
+    many_run_audit,
+    one_run_search,
+    panoramia_audit,
+)
 from bngp.cli import main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _write(path, header, rows):
@@ -65,6 +79,12 @@ def test_score_methods_write_audit_json(scores_csv, tmp_path, capsys, method, ex
     for key in ("method", "confidence", "delta", "thresholds_examined", "union_bound"):
         assert key in payload["result"]
     assert "epsilon_lb =" in stdout
+    assert payload["epsilon_kind"] in ("lower bound", "lower bound under assumption", "estimate")
+    assert out.with_suffix(".png").read_bytes().startswith(PNG_MAGIC)
+    markdown = out.with_suffix(".md").read_text()
+    assert f"| {method} | {payload['epsilon_lb']:.4f} | {payload['epsilon_kind']} |" in markdown
+    assert len(payload["tradeoff"]["alpha_upper"]) == payload["tradeoff"]["thresholds_examined"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.json", "audit.md", "audit.png", "scores.csv"]
 
 
 def test_cli_matches_the_library(scores_csv, bits_csv, tmp_path, capsys):
@@ -206,3 +226,95 @@ def test_help_of_audit_does_not_import_torch():
                 "print('torch' in sys.modules)")
         output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert output.strip().splitlines()[-1] == "False"
+
+
+def test_method_all_reports_every_score_method(scores_csv, tmp_path, capsys):
+    """`--method all` runs the four score methods at confidence 1 - beta/4 and one delta; the
+    top-level epsilon_lb is the largest bound of kind 'lower bound'; JSON, MD and PNG exist."""
+    out = tmp_path / "all" / "audit.json"
+    argv = ["audit", str(scores_csv), "--method", "all", "--claim", "gaussian:mu=0.5", "--out", str(out)]
+    code, stdout, err = _run(argv, capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    names = ["clopper-pearson", "gdp", "one-run", "fdp-one-run"]
+    assert payload["method"] == "all" and list(payload["methods"]) == names
+    assert payload["delta"] == 1e-5 and payload["confidence"] == 0.95
+    each = 1 - 0.05 / 4
+    data = np.genfromtxt(scores_csv, delimiter=",", names=True)
+    expected = {
+        "clopper-pearson": many_run_audit(data["score"], data["member"], confidence=each, delta=1e-5),
+        "gdp": gdp_audit(data["score"], data["member"], confidence=each, delta=1e-5),
+        "one-run": one_run_search(data["score"], data["member"], confidence=each, delta=1e-5),
+        "fdp-one-run": fdp_one_run_search(data["score"], data["member"], confidence=each, delta=1e-5),
+    }
+    kinds = {"clopper-pearson": "lower bound", "gdp": "lower bound under assumption", "one-run": "lower bound",
+             "fdp-one-run": "lower bound under assumption"}
+    for name, entry in payload["methods"].items():
+        assert entry["epsilon_lb"] == pytest.approx(expected[name].epsilon_lb, rel=1e-12) and entry["epsilon_lb"] > 0
+        assert entry["epsilon_kind"] == kinds[name] and entry["confidence"] == pytest.approx(each)
+        assert entry["delta"] == 1e-5 and entry["result"]["epsilon_lb"] == entry["epsilon_lb"]
+    best = max(("clopper-pearson", "one-run"), key=lambda name: expected[name].epsilon_lb)
+    assert payload["epsilon_lb_method"] == best and payload["epsilon_kind"] == "lower bound"
+    assert payload["epsilon_lb"] == payload["methods"][best]["epsilon_lb"]
+    assert payload["claim"]["refuted"] is True and payload["claim"]["claim"] == "gaussian:mu=0.5"
+    curve = empirical_tradeoff(data["score"], data["member"], confidence=0.95)
+    assert payload["claim"]["margin"] == pytest.approx(check_claim(curve, "gaussian:mu=0.5").margin)
+    assert "roc" in payload and "tradeoff" in payload and "result" not in payload
+    markdown = out.with_suffix(".md").read_text()
+    rows = [line for line in markdown.splitlines() if line.startswith("| ") and not line.startswith("| method")]
+    assert [row.split(" | ")[0][2:] for row in rows] == names
+    assert "**refuted**" in markdown and f"from `{best}`" in markdown and "![" in markdown
+    assert out.with_suffix(".png").read_bytes().startswith(PNG_MAGIC)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["audit.json", "audit.md", "audit.png"]
+    assert stdout.startswith(f"epsilon_lb = {payload['epsilon_lb']:.4f} ({best}") and "claim gaussian:mu=0.5: refuted" in stdout
+
+
+def test_true_claim_is_not_refuted_and_bits_claim_uses_the_error_rate(scores_csv, bits_csv, tmp_path, capsys):
+    out = tmp_path / "cp.json"
+    code, stdout, err = _run(["audit", str(scores_csv), "--method", "clopper-pearson", "--claim",
+                              "gaussian:mu=2", "--out", str(out)], capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    assert payload["claim"]["refuted"] is False and "not refuted" in stdout
+    assert "**not refuted**" in out.with_suffix(".md").read_text()
+    out = tmp_path / "bits.json"
+    # randomized response with eps = 1: eps = 0.3 is refuted, eps = 2 is not.
+    for spec, refuted in (("eps-delta:epsilon=0.3,delta=1e-5", True), ("eps-delta:epsilon=2,delta=1e-5", False)):
+        code, _, err = _run(["audit", str(bits_csv), "--method", "bits", "--claim", spec, "--out", str(out)], capsys)
+        assert code == 0, err
+        payload = json.loads(out.read_text())
+        assert payload["claim"]["refuted"] is refuted and "tradeoff" not in payload
+        assert payload["claim"]["alpha"] == payload["result"]["error_rate_upper"]
+    assert "no trade-off curve" in out.with_suffix(".md").read_text()
+    assert out.with_suffix(".png").read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--claim", "garbage"], "--claim"),
+        (["--claim", "gaussian:mu=-1"], "--claim"),
+        (["--claim", "eps-delta:epsilon=1,delta=2"], "--claim"),
+        (["--method", "all", "--delta", "0"], "--delta"),
+        (["--method", "all", "--family", "gdp"], "--family"),
+        (["--method", "all", "--real-nonmembers"], "--real-nonmembers"),
+    ],
+)
+def test_bad_claims_and_all_options_exit_2_before_work(scores_csv, tmp_path, capsys, extra, needle):
+    out = tmp_path / "out" / "audit.json"
+    argv = ["audit", str(scores_csv), "--method", "clopper-pearson", "--out", str(out)]
+    if "--method" in extra:
+        position = extra.index("--method")
+        argv[3] = extra[position + 1]
+        extra = extra[:position] + extra[position + 2 :]
+    code, stdout, err = _run(argv + extra, capsys)
+    assert code == 2 and stdout == ""
+    assert err.startswith("bngp audit: error: ") and err.count("\n") == 1 and needle in err, err
+    assert not out.parent.exists()
+
+
+def test_out_may_not_be_the_report_itself(scores_csv, tmp_path, capsys):
+    for name in ("audit.md", "audit.PNG"):
+        code, _, err = _run(["audit", str(scores_csv), "--method", "gdp", "--out", str(tmp_path / name)], capsys)
+        assert code == 2 and err.count("\n") == 1 and ".md or .png" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.csv"]

@@ -52,7 +52,11 @@ def test_every_mode_writes_the_bound_next_to_the_claim(population_file, tmp_path
     assert payload["seed"] == 5 and set(payload["seeds"]) >= {"design", "release", "attack"}
     assert payload["method"]["name"]
     if mode == "panoramia":
-        assert payload["is_lower_bound"] is False and "baseline_auc" in payload["diagnostics"]
+        # default: 30 real non-members held out from the generator; epsilon_lb is their lower bound
+        assert payload["is_lower_bound"] is True and payload["bound_exceeds_claim"] is False
+        assert payload["panoramia"]["reported_as_epsilon_lb"] == "real_nonmembers"
+        assert payload["panoramia"]["generated_nonmembers"]["is_lower_bound"] is False
+        assert "baseline_auc" in payload["diagnostics"] and "eps_tilde = " in stdout
     else:
         assert payload["is_lower_bound"] is True and payload["bound_exceeds_claim"] is False
 
@@ -99,6 +103,14 @@ def test_no_defense_has_no_claim(population_file, tmp_path, capsys):
          "`delta` does not apply to panoramia"),
         (["--defense", "none", "--mode", "one-run", "--canaries", "10", "--attack", "score", "--delta", "2"],
          "`delta` must be in [0, 1)"),
+        (["--defense", "none", "--mode", "one-run", "--canaries", "10", "--attack", "score", "--real-nonmembers", "5"],
+         "`real_nonmembers` applies only to the panoramia mode"),
+        (["--defense", "none", "--mode", "many-run", "--canaries", "2", "--attack", "score", "--real-nonmembers", "0"],
+         "`real_nonmembers` applies only to the panoramia mode"),
+        (["--defense", "none", "--mode", "panoramia", "--canaries", "30", "--attack", "score", "--real-nonmembers",
+          "31"], "`real_nonmembers` must be <= canaries = 30"),
+        (["--defense", "none", "--mode", "panoramia", "--canaries", "30", "--attack", "score", "--real-nonmembers",
+          "-1"], "`real_nonmembers` must be 0 (no companion bound) or >= 2, got -1."),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(population_file, tmp_path, capsys, extra, message):
@@ -133,3 +145,49 @@ def test_progress_line_on_stderr_and_quiet(population_file, tmp_path, capsys):
     assert code == 0 and "fitting and scoring attack `score`" in stderr and stdout.startswith("epsilon_lb")
     code, _, stderr = _run([*argv, "--quiet"], capsys)
     assert code == 0 and stderr == ""
+
+
+def test_too_many_real_nonmembers_for_the_generator(tmp_path, capsys):
+    """K - n = 20 outside individuals: the generator keeps at least 10, so at most 10 real non-members."""
+    population = tmp_path / "pop.npz"
+    save_population(simulate_independent(70, 40, 200, seed=1), population)
+    out = tmp_path / "AUDIT.json"
+    argv = ["audit-mechanism", "--population", str(population), "--members", "50", "--defense", "none", "--mode",
+            "panoramia", "--canaries", "30", "--attack", "score", "--real-nonmembers", "11", "--out", str(out)]
+    code, _, stderr = _run(argv, capsys)
+    assert code == 2 and stderr.count("\n") == 1
+    assert "`real_nonmembers` must be <= K - n - 10 = 10 (the generator keeps at least 10 of the 20" in stderr
+    assert not out.exists()
+
+
+def test_panoramia_writes_the_lower_bound_and_the_measurement(population_file, tmp_path, capsys):
+    """--real-nonmembers 20: AUDIT.json and the summary line carry the real-non-member lower bound
+    (epsilon_lb) and the generated-non-member eps_tilde (a measurement); 0 turns the companion off."""
+    out = tmp_path / "AUDIT.json"
+    argv = _base(population_file, out, "--defense", "none", "--mode", "panoramia", "--canaries", "30", "--attack",
+                 "score", "--real-nonmembers", "20", "--seed", "2", "--quiet")
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0, stderr
+    payload = json.loads(out.read_text())
+    real, generated = payload["panoramia"]["real_nonmembers"], payload["panoramia"]["generated_nonmembers"]
+    assert payload["is_lower_bound"] is True and payload["epsilon_lb"] == real["epsilon_lb"]
+    assert real["is_lower_bound"] is True and "lower bound" in real["meaning"]
+    assert real["audit_size"] == 20 and real["members"] + real["nonmembers"] == 20
+    assert generated["is_lower_bound"] is False and "measurement" in generated["meaning"]
+    assert generated["epsilon_tilde"] == payload["method"]["panoramia"]["epsilon_lb"]
+    assert payload["method"]["real_nonmembers"]["real_nonmembers"] is True
+    assert payload["design"]["outside_split"]["outside"] == 150
+    assert payload["design"]["outside_split"]["generator_panel"] == 130
+    assert payload["design"]["outside_split"]["real_nonmembers"] == 20
+    assert "companion" in payload["seeds"]
+    assert f"epsilon_lb = {payload['epsilon_lb']:.4f} (panoramia lower bound with {real['nonmembers']} real" in stdout
+    assert f"eps_tilde = {generated['epsilon_tilde']:.4f} with generated non-members, a measurement" in stdout
+
+    argv[argv.index("--real-nonmembers") + 1] = "0"
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0, stderr
+    payload = json.loads(out.read_text())
+    assert payload["is_lower_bound"] is False and payload["panoramia"]["real_nonmembers"] is None
+    assert payload["epsilon_lb"] == payload["panoramia"]["generated_nonmembers"]["epsilon_tilde"]
+    assert payload["design"]["outside_split"]["generator_panel"] == 150
+    assert "eps_tilde with generated non-members, a measurement; no real non-members" in stdout
