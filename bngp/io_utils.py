@@ -18,7 +18,8 @@ __all__ = ["atomic_write", "write_json", "write_text", "load_torch_payload"]
 
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
-    """Yield a handle to a temporary file that replaces ``path`` on successful exit."""
+    """Yield a handle to a temporary file that replaces ``path`` on successful exit.  The file
+    gets the permissions a plain ``open`` would give (0o666 less the umask), not mkstemp's 0o600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -27,11 +28,19 @@ def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o666 & ~_umask())
         os.replace(tmp_name, path)
     except BaseException:
         if os.path.exists(tmp_name):
             os.unlink(tmp_name)
         raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting and restoring it: there is no read-only call)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_json(path: str | Path, payload: Any) -> Path:
