@@ -8,6 +8,7 @@ Plain arrays and dicts in, files out: the audit report (:func:`plot_tradeoff`,
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,11 +47,7 @@ def plot_roc(
     axis.set_ylim(0, 1.01)
     axis.set_title(title)
     axis.legend(loc="lower right", fontsize=8)
-    figure.tight_layout()
-    with atomic_write(path) as handle:
-        figure.savefig(handle, format="png")
-    plt.close(figure)
-    return Path(path)
+    return _save_png(figure, path)
 
 
 def plot_learning_curves(curves: dict[str, dict], path: str | Path, title: str = "Attackers fitted to convergence") -> Path:
@@ -75,11 +72,7 @@ def plot_learning_curves(curves: dict[str, dict], path: str | Path, title: str =
     axis.set_ylabel("validation AUC")
     axis.set_title(title, fontsize=10)
     axis.legend(fontsize=8, title="filled: converged", title_fontsize=7)
-    figure.tight_layout()
-    with atomic_write(path) as handle:
-        figure.savefig(handle, format="png")
-    plt.close(figure)
-    return Path(path)
+    return _save_png(figure, path)
 
 
 def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
@@ -171,6 +164,13 @@ def plot_tradeoff(
     axis.set_ylim(0, 1.01)
     axis.set_title(title, fontsize=10)
     axis.legend(loc="upper right", fontsize=7)
+    return _save_png(figure, path)
+
+
+def _save_png(figure: Any, path: str | Path) -> Path:
+    """Lay out ``figure``, write it to ``path`` as a PNG atomically and close it."""
+    import matplotlib.pyplot as plt
+
     figure.tight_layout()
     with atomic_write(path) as handle:
         figure.savefig(handle, format="png")
