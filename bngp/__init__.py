@@ -24,6 +24,8 @@ _EXPORTS = {
     "simulate_genome": "bngp.data.genome",
     "load_vcf": "bngp.data.vcf",
     "load_adult": "bngp.data.adult",
+    "load_digits_population": "bngp.data.images",
+    "load_mnist_population": "bngp.data.images",
     "load_population": "bngp.data.npz",
     "save_population": "bngp.data.npz",
     # mechanism and players

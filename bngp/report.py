@@ -15,7 +15,7 @@ import numpy as np
 from bngp.io_utils import atomic_write
 from bngp.metrics import roc_curve
 
-__all__ = ["plot_roc", "plot_learning_curves", "evaluation_markdown", "plot_tradeoff", "audit_markdown"]
+__all__ = ["plot_roc", "plot_learning_curves", "evaluation_markdown", "plot_tradeoff", "audit_markdown", "save_png"]
 
 
 def plot_roc(
@@ -47,7 +47,7 @@ def plot_roc(
     axis.set_ylim(0, 1.01)
     axis.set_title(title)
     axis.legend(loc="lower right", fontsize=8)
-    return _save_png(figure, path)
+    return save_png(figure, path)
 
 
 def plot_learning_curves(curves: dict[str, dict], path: str | Path, title: str = "Attackers fitted to convergence") -> Path:
@@ -72,7 +72,7 @@ def plot_learning_curves(curves: dict[str, dict], path: str | Path, title: str =
     axis.set_ylabel("validation AUC")
     axis.set_title(title, fontsize=10)
     axis.legend(fontsize=8, title="filled: converged", title_fontsize=7)
-    return _save_png(figure, path)
+    return save_png(figure, path)
 
 
 def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
@@ -164,10 +164,10 @@ def plot_tradeoff(
     axis.set_ylim(0, 1.01)
     axis.set_title(title, fontsize=10)
     axis.legend(loc="upper right", fontsize=7)
-    return _save_png(figure, path)
+    return save_png(figure, path)
 
 
-def _save_png(figure: Any, path: str | Path) -> Path:
+def save_png(figure: Any, path: str | Path) -> Path:
     """Lay out ``figure``, write it to ``path`` as a PNG atomically and close it."""
     import matplotlib.pyplot as plt
 

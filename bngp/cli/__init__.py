@@ -20,13 +20,14 @@ __all__ = ["main", "build_parser", "COMMANDS", "HelpFormatter"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "end-to-end demonstration on built-in defaults"),
     "simulate": ("simulate", "simulate a population and reference panel"),
-    "data": ("data", "population from a data set shipped with bngp (adult: UCI Adult)"),
+    "data": ("data", "population from a real data set (adult: UCI Adult; digits: 8x8 digits; mnist: local MNIST files)"),
     "train": ("train", "train a defender G(b, r) in the BNGP game"),
     "evaluate": ("evaluate", "evaluate attacks against a defense (ROC/AUC)"),
     "release": ("release", "release noisy frequencies of a member list, or many shadow releases"),
     "audit": ("audit", "empirical lower bound on eps from attack scores"),
     "audit-mechanism": ("audit_mechanism", "empirical eps lower bound of the release under a defense (canaries or PANORAMIA)"),
     "sweep": ("sweep", "run a grid of defenses x trade-offs x seeds x datasets (local or Ray) and plot the frontier"),
+    "reproduce": ("reproduce", "reproduce an experiment of the BNGP paper (or all) and write its report"),
 }
 
 

@@ -1,7 +1,8 @@
-"""Populations: simulated genomes, VCF files, and data sets shipped with the package.
+"""Populations: simulated genomes, VCF files, data sets shipped with the package, and images.
 
 The modules are imported lazily (``bngp.data.genome`` pulls in msprime and stdpopsim), so that
-``from bngp.data import load_adult`` costs only what that loader needs.
+``from bngp.data import load_adult`` costs only what that loader needs (scikit-learn is imported
+by the image loaders only when they fit their classifier).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ _EXPORTS = {
     "load_adult": "bngp.data.adult",
     "read_adult": "bngp.data.adult",
     "adult_attribute_names": "bngp.data.adult",
+    "load_digits_population": "bngp.data.images",
+    "load_mnist_population": "bngp.data.images",
+    "read_idx": "bngp.data.images",
+    "find_mnist_files": "bngp.data.images",
+    "ConfidenceEncoder": "bngp.data.images",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,105 @@
+"""Reproduce the experiments of arXiv:2410.07414 (Zhang et al., BNGP; section 5 and App. L).
+
+``bngp reproduce NAME|all [--scale quick|small|paper] [--seed S]`` and :func:`reproduce` run the
+experiments of :data:`EXPERIMENTS` (:mod:`bngp.reproduce.catalog`) and write, per experiment,
+``OUT/NAME/SCALE_seedS/`` with ``report.md`` (our AUC +- std next to the paper's, each attack's
+knowledge and direction, the strongest attack per defense, where and why we differ),
+``results.json`` (every number, wall time, peak memory), ``auc.png`` and ``roc-N.png``; trained
+defenders go to ``OUT/NAME/runs/SCALE_seedS/`` and are reused or resumed on a rerun.
+
+Example:
+    >>> from bngp.reproduce import EXPERIMENTS
+    >>> list(EXPERIMENTS)[:3]
+    ['table3', 'table4', 'fig2b-pure-dp']
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from bngp.device import DeviceName, resolve_device
+from bngp.errors import InputError, UnknownNameError
+from bngp.reproduce.catalog import EXPERIMENTS
+from bngp.reproduce.experiment import Experiment, ExperimentSpec, Row
+from bngp.reproduce.report import ReproductionResult, write_index, write_report
+from bngp.reproduce.scales import BUDGETS, SCALES, Budget, Sizes, budget_for
+
+__all__ = [
+    "EXPERIMENTS",
+    "SCALES",
+    "BUDGETS",
+    "Budget",
+    "Sizes",
+    "Experiment",
+    "ExperimentSpec",
+    "Row",
+    "ReproductionResult",
+    "parse_experiment_names",
+    "check_output_root",
+    "reproduce",
+    "run_experiment",
+]
+
+
+def parse_experiment_names(text: str | Sequence[str]) -> list[str]:
+    """Experiment names from ``NAME[,NAME...]`` (or a list); ``all`` = every experiment, in the paper's order."""
+    parts = [part.strip() for part in (text.split(",") if isinstance(text, str) else text) if part.strip()]
+    if not parts:
+        raise UnknownNameError("name at least one experiment (or `all`).")
+    names: list[str] = []
+    for part in parts:
+        for name in EXPERIMENTS if part == "all" else [part]:
+            if name not in EXPERIMENTS:
+                raise UnknownNameError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}, all.")
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def check_output_root(out: str | Path) -> Path:
+    """``out`` as a path whose nearest existing ancestor is a writable directory (checked before any work)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"`--out` {out} exists and is not a directory.")
+    ancestor = out
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InputError(f"`--out` {out}: {ancestor} is not a writable directory.")
+    return out
+
+
+def run_experiment(name: str, *, scale: str = "quick", seed: int = 0, out: str | Path = "reproduce",
+                   budget: Budget | None = None, device: DeviceName = "cpu", progress: bool = True) -> ReproductionResult:
+    """Run the experiment ``name`` at ``scale`` and write its report directory (see the module docstring)."""
+    if name not in EXPERIMENTS:
+        raise UnknownNameError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}.")
+    if seed < 0:
+        raise InputError(f"`seed` must be >= 0, got {seed}.")
+    budget = budget_for(scale) if budget is None else budget
+    experiment = Experiment(EXPERIMENTS[name], scale, seed, check_output_root(out), budget,
+                            device=resolve_device(device), progress=progress)
+    EXPERIMENTS[name].run(experiment)
+    return write_report(experiment)
+
+
+def reproduce(names: str | Sequence[str] = "all", *, scale: str = "quick", seed: int = 0, out: str | Path = "reproduce",
+              budget: Budget | None = None, device: DeviceName = "cpu", progress: bool = True) -> list[ReproductionResult]:
+    """Run the experiments ``names`` (``all``, a comma-separated string or a list) in order and write
+    ``OUT/index.md`` summarising every report under ``OUT``; returns one :class:`ReproductionResult`
+    per experiment run.
+
+    Every name, the scale, the seed, the device and the output root are checked before any work.
+    """
+    selected = parse_experiment_names(names)
+    budget = budget_for(scale) if budget is None else budget
+    if seed < 0:
+        raise InputError(f"`seed` must be >= 0, got {seed}.")
+    device = resolve_device(device)
+    out = check_output_root(out)
+    results = [run_experiment(name, scale=scale, seed=seed, out=out, budget=budget, device=device, progress=progress)
+               for name in selected]
+    write_index(out)
+    return results

@@ -1,0 +1,304 @@
+"""One reproduction of an experiment of arXiv:2410.07414: population, trained defenders, evaluations.
+
+An :class:`Experiment` is built from an :class:`ExperimentSpec` (what the paper ran: data set,
+sizes per scale, the paper's numbers, where we knowingly differ) at one scale and seed.  It
+
+1. makes the population once (:func:`bngp.reproduce.datasets.make_population`) with the "n of
+   K" membership prior (section 2.2);
+2. trains BNGP defenders with :class:`bngp.game.Game` into ``OUT/NAME/runs/SCALE_seedS/LABEL/``
+   (a completed run of the same configuration on the same population is reused and an
+   interrupted one resumed from its checkpoint, so a paper-scale reproduction can be split
+   across sessions);
+3. evaluates defenses with :func:`bngp.evaluate.evaluate_defense` on the same evaluation
+   memberships for every setting (paired comparisons), timing each attack, and adds one
+   :class:`Row` per attack.
+
+:mod:`bngp.reproduce.report` writes its report directory.  Orientation (:mod:`bngp.evaluate`):
+every AUC is that of the attack in the direction it fixed from its own shadow data; the paper
+prints some attacks in their raw direction (e.g. adaptive LRT 0.1552), so each row also carries
+the raw-direction AUC.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from bngp.attacks.base import Attack, attack_knowledge
+from bngp.attacks.bayesian import BayesianAttack
+from bngp.attacks.registry import applicable_attacks, get_attack
+from bngp.attacks.training import AttackerTrainingConfig
+from bngp.data.population import Population
+from bngp.data.priors import UniformSubsetPrior
+from bngp.defenses import Defense, DefenseContext, load_run_defense, parse_defense_spec
+from bngp.defenses.artifact import population_fingerprint
+from bngp.errors import BNGPError, InputError
+from bngp.evaluate import EvaluationResult, evaluate_defense
+from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConfig, TrainingSummary
+from bngp.reproduce.datasets import DATASETS, make_population
+from bngp.reproduce.scales import SCALES, Budget, Sizes
+from bngp.run_dir import staging_dir, verify_run
+
+__all__ = ["PaperAUC", "ExperimentSpec", "Row", "Experiment", "typical_replacement_l2", "format_auc"]
+
+#: (mean, std) of an AUC as printed in arXiv:2410.07414, App. L.9.
+PaperAUC = tuple[float, float]
+
+
+def format_auc(value: PaperAUC | tuple[float, float] | None) -> str:
+    """``mean ± std`` of an AUC, ``-`` for none."""
+    return "-" if value is None else f"{value[0]:.4f} ± {value[1]:.4f}"
+
+
+@dataclass(frozen=True, eq=False)
+class ExperimentSpec:
+    """What one experiment of the paper is, and how we run it.
+
+    Attributes:
+        name: the ``bngp reproduce NAME`` (e.g. ``table3``, ``fig2d-images``).
+        title: one line, with the paper's figure / table.
+        description: what is trained and attacked (Markdown, shown at the top of the report).
+        dataset: a key of :data:`bngp.reproduce.datasets.DATASETS`.
+        sizes: the population at each scale (``quick``, ``small``, ``paper``).
+        differences: where and why this reproduction knowingly differs from the paper.
+        run: trains and evaluates into the :class:`Experiment` it is given.
+    """
+
+    name: str
+    title: str
+    description: str
+    dataset: str
+    sizes: Mapping[str, Sizes]
+    differences: tuple[str, ...]
+    run: Callable[["Experiment"], None]
+
+    @property
+    def label(self) -> str:
+        """The paper's figure or table, e.g. ``Table 3`` or ``Fig. 2d`` (the title up to its first parenthesis)."""
+        return self.title.split(" (")[0]
+
+    def __post_init__(self) -> None:
+        if self.dataset not in DATASETS:
+            raise InputError(f"unknown data set {self.dataset!r} in experiment {self.name!r}.")
+        if set(self.sizes) != set(SCALES):
+            raise InputError(f"experiment {self.name!r} must give sizes for every scale ({', '.join(SCALES)}).")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a reproduced table: an attack's AUC against one setting.
+
+    Attributes:
+        setting: the defense / condition (e.g. "BNGP defender, kappa=1.5").
+        attack: attack registry name.
+        auc: mean per-release AUC, in the direction the attack fixed from its own shadow data.
+        auc_std: std of the per-release AUCs (ddof 1).
+        paper: the paper's (mean, std) for this cell, or None when the paper has none.
+        raw_auc: our AUC in the attack's raw (unflipped) direction, the form the paper prints.
+        orientation: +1 when the attack kept its raw direction, -1 when its shadow data flipped it.
+        utility_loss: mean |x - f(D)| of the evaluation releases (all released outputs).
+        seconds: wall time of the attack (fit + score).
+    """
+
+    setting: str
+    attack: str
+    auc: float
+    auc_std: float
+    paper: PaperAUC | None
+    raw_auc: float
+    orientation: int
+    utility_loss: float
+    seconds: float
+
+    @property
+    def paper_comparable(self) -> float:
+        """Our AUC in the direction the paper prints: the raw one when the paper's number is below
+        0.5 (the paper shows the adaptive LRT and score attacks unflipped), else the oriented one."""
+        return self.raw_auc if self.paper is not None and self.paper[0] < 0.5 else self.auc
+
+
+def typical_replacement_l2(population: Population, members: int) -> float:
+    """Typical l2 change of the frequency vector when one member is replaced by another.
+
+    Delta = sqrt(2 sum_j p_j (1 - p_j)) / N with p_j the carrier frequency in the population:
+    E ||d_k - d_k'||^2 = 2 sum_j p_j (1 - p_j) for two random individuals.  A Gaussian
+    mechanism N(0, s^2) then separates a typical pair with the Gaussian-DP parameter
+    mu = Delta / s, a scale-free measure of its strength (Table 5's constant C).
+    """
+    frequencies = population.genotypes.mean(axis=0, dtype=np.float64)
+    return float(math.sqrt(2.0 * np.sum(frequencies * (1.0 - frequencies))) / members)
+
+
+def _config_record(config: GameConfig) -> dict[str, Any]:
+    """GameConfig as JSON, a per-attribute kappa vector summarised by its distinct values."""
+    record = config.to_dict()
+    if config.kappa_vector is not None:
+        values, counts = np.unique(np.asarray(config.kappa_vector), return_counts=True)
+        record["kappa_vector"] = {"length": len(config.kappa_vector),
+                                  "counts": {f"{v:g}": int(c) for v, c in zip(values, counts)}}
+    return record
+
+
+class Experiment:
+    """The state of one reproduction: population, trainings, evaluations, rows and notes.
+
+    Example:
+        >>> experiment = Experiment(EXPERIMENTS["table3"], "quick", 0, Path("out"), BUDGETS["quick"])  # doctest: +SKIP
+        >>> run = experiment.train("kappa-1.5", kappa=1.5)                                             # doctest: +SKIP
+        >>> experiment.evaluate("kappa=1.5", experiment.run_defense(run), ["bayesian"], {})           # doctest: +SKIP
+    """
+
+    def __init__(self, spec: ExperimentSpec, scale: str, seed: int, out: Path, budget: Budget, *,
+                 device: torch.device | str = "cpu", progress: bool = True) -> None:
+        if scale not in SCALES:
+            raise InputError(f"`--scale` must be one of {', '.join(SCALES)}, got {scale!r}.")
+        self.spec = spec
+        self.scale = scale
+        self.seed = int(seed)
+        self.budget = budget
+        self.device = device
+        self.progress = progress
+        self.sizes = spec.sizes[scale]
+        self.stem = f"{scale}_seed{self.seed}"
+        self.result_dir = Path(out) / spec.name / self.stem
+        self.runs_dir = Path(out) / spec.name / "runs" / self.stem
+        self.started = time.perf_counter()
+        self.settings: dict[str, Any] = {}
+        self.rows: list[Row] = []
+        self.trainings: dict[str, dict] = {}
+        self.evaluations: dict[str, dict] = {}
+        self.results: dict[str, EvaluationResult] = {}
+        self.notes: list[str] = []
+        self.log(f"scale {scale}: {self.sizes.describe()} ({spec.dataset}), seed {self.seed}; making the population")
+        start = time.perf_counter()
+        self.population = make_population(spec.dataset, self.sizes, self.seed)
+        self.population_seconds = time.perf_counter() - start
+        self.prior = UniformSubsetPrior(self.sizes.individuals, self.sizes.members)
+        self.context = DefenseContext(self.population, self.sizes.members)
+
+    def log(self, message: str) -> None:
+        """Print a progress line tagged with the experiment's name."""
+        if self.progress:
+            print(f"[{self.spec.name}] {message}", flush=True)
+
+    # -- defenses ---------------------------------------------------------------------------
+    def game_config(self, **overrides: Any) -> GameConfig:
+        """GameConfig with this scale's budgets and the experiment's seed, plus ``overrides``."""
+        budget = self.budget
+        base = GameConfig(steps=budget.steps, fresh_check_steps=budget.fresh_check_steps, eval_every=budget.eval_every,
+                          checkpoint_every=budget.checkpoint_every, seed=self.seed)
+        return replace(base, **overrides)
+
+    def _completed(self, run_dir: Path, config: GameConfig) -> bool:
+        """True when ``run_dir`` holds a complete run of ``config`` on this population."""
+        try:
+            verify_run(run_dir)
+        except BNGPError:
+            return False
+        saved = json.loads((run_dir / CONFIG_FILE).read_text())
+        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+        return (
+            saved.get("config") == json.loads(json.dumps(config.to_dict()))
+            and saved.get("population", {}).get("fingerprint") == population_fingerprint(self.population.genotypes)
+            and summary.get("steps") == config.steps
+        )
+
+    def train(self, label: str, **overrides: Any) -> Path:
+        """Train (or reuse / resume) the defender ``label`` with :meth:`game_config` (``overrides``)."""
+        config = self.game_config(**overrides)
+        run_dir = self.runs_dir / label
+        start = time.perf_counter()
+        reused = self._completed(run_dir, config)
+        if reused:
+            self.log(f"{label}: reusing the finished run in {run_dir}")
+            summary = TrainingSummary.load(run_dir / SUMMARY_FILE)
+        else:
+            resume = (staging_dir(run_dir) / CHECKPOINT_FILE).is_file()
+            self.log(f"{label}: training {config.steps} steps{' (resuming its checkpoint)' if resume else ''} -> {run_dir}")
+            game = Game(self.population, self.prior, config, device=self.device)
+            summary = game.train(run_dir, resume=resume, force=True, progress=self.progress)
+        seconds = time.perf_counter() - start
+        check = summary.fresh_attacker_check
+        self.trainings[label] = {
+            "run": str(run_dir),
+            "config": _config_record(config),
+            "reused": reused,
+            "seconds": seconds,
+            "against": config.against,
+            "final": summary.final,
+            "selected": summary.selected,
+            "collapse": summary.collapse.to_dict(),
+            "fresh_attacker_check": check,
+            "bgbp": None if summary.bgbp is None else summary.bgbp.to_dict(),
+        }
+        for warning in (summary.collapse.warning, (check or {}).get("warning")):
+            if warning:
+                self.notes.append(f"training `{label}`: {warning}")
+        fresh = f", fresh attacker AUC {check['auc']:.4f}" if check else ""
+        delivered = summary.delivered
+        self.log(f"{label}: done in {seconds:.1f} s (in-game attacker AUC {delivered.get('heldout_auc', float('nan')):.4f}"
+                 f", utility loss {delivered.get('heldout_utility_loss', float('nan')):.5f}{fresh})")
+        return run_dir
+
+    def run_defense(self, run_dir: Path) -> Defense:
+        """The trained defender of ``run_dir`` as a defense (``run:RUN_DIR``)."""
+        return load_run_defense(run_dir, self.context)
+
+    def defense(self, spec: str) -> Defense:
+        """A defense from a ``--defense`` SPEC (e.g. ``laplace:epsilon=600``, ``matched-laplace:run=DIR``)."""
+        return parse_defense_spec(spec, self.context)
+
+    # -- attacks ----------------------------------------------------------------------------
+    def attack(self, name: str) -> Attack:
+        """A fresh instance of attack ``name``; the Bayesian attacker trains for this budget."""
+        if name != "bayesian":
+            return get_attack(name)
+        return BayesianAttack(AttackerTrainingConfig(steps=self.budget.attacker_eval_steps))
+
+    def applicable_attacks(self, defense: Defense) -> list[str]:
+        """Every registered attack whose knowledge an evaluation against ``defense`` can provide."""
+        knowledge = attack_knowledge(self.population, self.prior, defense, self.sizes.members)
+        return applicable_attacks(knowledge)
+
+    def evaluate(
+        self,
+        setting: str,
+        defense: Defense,
+        attacks: Sequence[str],
+        paper: Mapping[str, PaperAUC],
+        *,
+        kappa: np.ndarray | None = None,
+    ) -> dict:
+        """Evaluate ``attacks`` against ``defense`` and add one :class:`Row` per attack.
+
+        Every call uses the experiment's seed, so all settings are scored on the same evaluation
+        memberships.  Returns the evaluation payload (the EVAL.json form plus its wall time).
+        """
+        if setting in self.evaluations:
+            raise InputError(f"setting {setting!r} is evaluated twice in experiment {self.spec.name!r}.")
+        self.log(f"{setting}: evaluating {', '.join(attacks)} on {self.budget.releases} releases")
+        instances = {name: self.attack(name) for name in attacks}
+        start = time.perf_counter()
+        result = evaluate_defense(self.population, self.prior, defense, instances, releases=self.budget.releases,
+                                  seed=self.seed, n_members=self.sizes.members, kappa=kappa, progress=self.progress,
+                                  device=self.device)
+        payload = result.to_dict()
+        payload["seconds"] = time.perf_counter() - start
+        for name, entry in payload["attacks"].items():
+            row = Row(setting, name, entry["auc"], entry["auc_std"], paper.get(name), entry["raw_auc"],
+                      int(entry["orientation"]), payload["utility_loss"], entry["seconds"])
+            self.rows.append(row)
+            self.log(f"{setting}: {name} AUC {entry['auc']:.4f} ± {entry['auc_std']:.4f} "
+                     f"(paper {format_auc(paper.get(name))}) in {entry['seconds']:.1f} s")
+        self.notes += [f"{setting}: {note}" for note in payload["notes"]]
+        self.evaluations[setting] = payload
+        self.results[setting] = result
+        return payload

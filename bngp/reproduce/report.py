@@ -1,0 +1,326 @@
+"""The report directory of one reproduction, and the index of several.
+
+:func:`write_report` writes ``OUT/NAME/SCALE_seedS/`` in one step (a staging directory renamed
+when complete, with a manifest of every file, :mod:`bngp.run_dir`):
+
+* ``results.json``: every number, the seed, sizes, budgets, trainings, evaluations (per-release
+  AUCs), wall time, peak memory and package versions;
+* ``report.md``: our AUC +- std next to the paper's (arXiv:2410.07414, App. L.9), each attack's
+  knowledge and direction, the strongest attack per defense, where and why we differ;
+* ``auc.png``: the same comparison as a bar chart; ``roc-N.png``: the ROC curves of every attack
+  against setting N (pooled over the evaluation releases).
+
+:func:`write_index` writes ``OUT/index.md``, one line per report directory found under ``OUT``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import resource
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from bngp.defenses.artifact import population_fingerprint
+from bngp.io_utils import write_json, write_text
+from bngp.report import save_png, plot_roc
+from bngp.reproduce.experiment import Experiment, Row, format_auc
+from bngp.run_dir import MANIFEST_FILE, commit_run, staging_dir
+
+__all__ = ["ReproductionResult", "write_report", "write_index", "environment", "peak_rss_bytes", "differing_rows"]
+
+#: packages whose versions every result records.
+_PACKAGES = ("bngp", "torch", "numpy", "scipy", "scikit-learn", "msprime", "stdpopsim", "tskit", "matplotlib")
+#: a row "differs" from the paper when |ours - paper| exceeds both this and two combined stds.
+DIFFERENCE_FLOOR = 0.02
+
+
+@dataclass(frozen=True)
+class ReproductionResult:
+    """What one reproduction produced (returned by :func:`bngp.reproduce.reproduce`).
+
+    Attributes:
+        name: the experiment.
+        scale: quick, small or paper.
+        seed: the seed of the population, trainings and evaluations.
+        directory: the report directory (``report.md``, ``results.json``, plots).
+        wall_seconds: wall time of the whole reproduction.
+        peak_rss_bytes: the process's peak resident memory at its end (see :func:`peak_rss_bytes`).
+        rows: every (setting, attack) AUC.
+    """
+
+    name: str
+    scale: str
+    seed: int
+    directory: Path
+    wall_seconds: float
+    peak_rss_bytes: int
+    rows: tuple[Row, ...]
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (``getrusage``; KiB on Linux, bytes on macOS).
+
+    It is a high-water mark: within ``bngp reproduce all`` each experiment's value includes the
+    experiments run before it in the same process."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def environment() -> dict[str, Any]:
+    """Python, platform, torch threads, command line and versions of the relevant packages."""
+    packages: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch_threads": torch.get_num_threads(),
+        "argv": list(sys.argv),
+        "packages": packages,
+    }
+
+
+def differing_rows(rows: list[Row] | tuple[Row, ...]) -> list[tuple[Row, float]]:
+    """Rows whose AUC (in the paper's direction) is off the paper's by more than
+    max(DIFFERENCE_FLOOR, 2 sqrt(std_ours^2 + std_paper^2)), with the signed difference."""
+    found = []
+    for row in rows:
+        if row.paper is None:
+            continue
+        difference = row.paper_comparable - row.paper[0]
+        if abs(difference) > max(DIFFERENCE_FLOOR, 2.0 * math.hypot(row.auc_std, row.paper[1])):
+            found.append((row, difference))
+    return found
+
+
+def _describe_defense(description: dict) -> str:
+    """One phrase for a defense's description: name, DP guarantee, utility match."""
+    text = description.get("name", "?")
+    guarantee = description.get("guarantee")
+    if guarantee:
+        delta = f", delta {guarantee['delta']:g}" if guarantee.get("delta") else ""
+        text += (f", {guarantee['mechanism']} eps = {guarantee['epsilon']:.4g}{delta} for {guarantee['norm']} sensitivity "
+                 f"{guarantee['sensitivity']:g} ({guarantee['neighbouring']})")
+    parameters = description.get("parameters", {})
+    for key in ("scale", "sigma"):
+        if key in parameters:
+            text += f", {key} {parameters[key]:.4g}"
+    matched = description.get("matched")
+    if matched:
+        text += f", matched to utility loss {matched['target_utility_loss']:.5f} of `{matched['run']}`"
+    return text
+
+
+def _direction(row: Row) -> str:
+    return "raw" if row.orientation == 1 else "flipped (its shadow data showed members score lower)"
+
+
+def markdown(experiment: Experiment, wall: float, peak: int) -> str:
+    """The Markdown report: our numbers next to the paper's, knowledge, direction, differences."""
+    spec, budget = experiment.spec, experiment.budget
+    lines = [
+        f"# {spec.title}",
+        "",
+        spec.description,
+        "",
+        f"`bngp reproduce {spec.name} --scale {experiment.scale} --seed {experiment.seed}`: {spec.dataset} "
+        f"({experiment.sizes.describe()}); {budget.steps} defender steps, Bayesian attacker "
+        f"{budget.attacker_eval_steps} steps, {budget.releases} evaluation releases. Wall time {wall:.1f} s, "
+        f"peak memory {peak / 2**30:.2f} GiB.",
+        "",
+    ]
+    if experiment.scale == "quick":
+        lines += ["**Quick scale: a pipeline check. These AUCs come from a few training steps on a tiny population "
+                  "and say nothing about the paper's claims.**", ""]
+    shown = {key: value for key, value in experiment.settings.items() if not (isinstance(value, list) and len(value) > 8)}
+    if shown:
+        lines += ["Settings (all of them in results.json): " + "; ".join(f"{k} = {v}" for k, v in shown.items()) + ".", ""]
+    lines += [
+        "| setting | attack | AUC ± std (ours) | AUC ± std (paper) | ours in the paper's direction | direction "
+        "| utility loss | attack time (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in experiment.rows:
+        comparable = "-" if row.paper is None else f"{row.paper_comparable:.4f}"
+        lines.append(f"| {row.setting} | {row.attack} | {format_auc((row.auc, row.auc_std))} | {format_auc(row.paper)} "
+                     f"| {comparable} | {'+1' if row.orientation == 1 else '-1'} | {row.utility_loss:.5f} "
+                     f"| {row.seconds:.2f} |")
+    lines += [
+        "",
+        "AUCs are means over releases (± std over releases), each attack in the direction it fixed from its own shadow "
+        "data, never from evaluation labels. The paper prints the adaptive-LRT and score attacks in their raw direction "
+        "(AUCs below 0.5); where the paper's number is below 0.5 the column \"ours in the paper's direction\" gives our "
+        "raw-direction AUC. Utility loss = mean |x - f(D)| over all released outputs.",
+        "",
+        "## Strongest attack per defense",
+        "",
+        "A defense is only as private as the strongest attack fitted to convergence shows.",
+        "",
+    ]
+    for index, (setting, payload) in enumerate(experiment.evaluations.items(), start=1):
+        strongest = payload["strongest_attack"]
+        gap = payload.get("attack_gap")
+        versus = "" if gap is None else f"; best analytic `{gap['best_analytic']}` minus Bayesian AUC {gap['gap']:+.4f}"
+        lines.append(f"- {setting} [{_describe_defense(payload['defense'])}]: strongest **{strongest['name']}** "
+                     f"(AUC {strongest['auc']:.4f}){versus}. ROC: `roc-{index}.png`.")
+    lines += ["", "## Where and why we differ from the paper", ""]
+    lines += [f"- {text}" for text in spec.differences]
+    differing = differing_rows(experiment.rows)
+    if differing:
+        lines.append("- Cells off the paper's by more than max(0.02, two combined stds): " + "; ".join(
+            f"{row.setting} / {row.attack}: {row.paper_comparable:.4f} vs {row.paper[0]:.4f} ({d:+.4f})"
+            for row, d in differing) + ".")
+    elif any(row.paper is not None for row in experiment.rows):
+        lines.append("- Every cell with a paper number is within max(0.02, two combined stds) of it.")
+    if experiment.trainings:
+        lines += ["", "## Trained defenders", "",
+                  "Fresh attacker = a new network trained against the frozen defender after training."]
+        for label, record in experiment.trainings.items():
+            check = record["fresh_attacker_check"]
+            fresh = f"fresh attacker AUC {check['auc']:.4f}" if check else "no fresh-attacker check"
+            bgbp = record["bgbp"]
+            if bgbp is not None and check is not None:
+                fresh += (f"; BGBP constraint DPH^{bgbp['epsilon']:g} (Prop. 10: eps_hat = {bgbp['implied_epsilon']:.3f}"
+                          f"-DP if it holds), fresh attacker outside its bounds on "
+                          f"{check.get('dp_bound_violation_rate', float('nan')):.1%} of outputs")
+            delivered = record.get("selected") or record["final"]
+            kept = f"state of step {delivered['step']} kept (best against a refitted attacker); " if record.get("selected") else ""
+            lines.append(f"- `{label}` (against {record['against']}): {fresh}; {kept}in-game held-out utility loss "
+                         f"{delivered.get('heldout_utility_loss', float('nan')):.5f}; {record['seconds']:.1f} s"
+                         f"{' (reused)' if record['reused'] else ''}.")
+    knowledge: dict[str, str] = {}
+    directions: dict[str, set[str]] = {}
+    for payload in experiment.evaluations.values():
+        for name, entry in payload["attacks"].items():
+            knowledge.setdefault(name, entry["knowledge"])
+    for row in experiment.rows:
+        directions.setdefault(row.attack, set()).add(_direction(row))
+    lines += ["", "## Attacks: knowledge and direction", ""]
+    lines += [f"- `{name}`: {text.rstrip('. ')}. Direction: {'; '.join(sorted(directions.get(name, ())))}."
+              for name, text in knowledge.items()]
+    if experiment.notes:
+        lines += ["", "## Notes and warnings", ""] + [f"- {note}" for note in experiment.notes]
+    versions = ", ".join(f"{name} {value}" for name, value in environment()["packages"].items() if value)
+    lines += ["", f"Python {platform.python_version()}; {versions}; torch threads {torch.get_num_threads()}."]
+    return "\n".join(lines) + "\n"
+
+
+def plot_aucs(experiment: Experiment, path: Path) -> Path:
+    """Bar chart of our AUC +- std (in the paper's direction) next to the paper's, one pair per row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = experiment.rows
+    positions = np.arange(len(rows))
+    figure, axis = plt.subplots(figsize=(8.0, 1.2 + 0.55 * len(rows)), dpi=110)
+    axis.barh(positions - 0.2, [row.paper_comparable for row in rows], height=0.38,
+              xerr=[row.auc_std for row in rows], label=f"ours ({experiment.scale})", color="tab:blue")
+    paper = [(i, row.paper) for i, row in enumerate(rows) if row.paper is not None]
+    if paper:
+        axis.barh([i + 0.2 for i, _ in paper], [value[0] for _, value in paper], height=0.38,
+                  xerr=[value[1] for _, value in paper], label="paper", color="tab:orange")
+    axis.axvline(0.5, color="grey", linestyle="--", linewidth=0.8, label="chance (0.5)")
+    axis.set_yticks(positions, [f"{row.setting}\n{row.attack}" for row in rows], fontsize=7)
+    axis.invert_yaxis()
+    axis.set_xlim(0.0, 1.0)
+    axis.set_xlabel("AUC (mean ± std over releases; the paper's direction)")
+    axis.set_title(f"{experiment.spec.name} ({experiment.scale}, seed {experiment.seed})", fontsize=9, loc="left")
+    axis.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=8, frameon=False)
+    return save_png(figure, path)
+
+
+def write_report(experiment: Experiment) -> ReproductionResult:
+    """Write ``experiment``'s report directory in one step; returns what it produced."""
+    wall = time.perf_counter() - experiment.started
+    peak = peak_rss_bytes()
+    target = experiment.result_dir
+    staging = staging_dir(target)
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    payload = {
+        "experiment": experiment.spec.name,
+        "title": experiment.spec.title,
+        "dataset": experiment.spec.dataset,
+        "scale": experiment.scale,
+        "sizes": asdict(experiment.sizes),
+        "budget": asdict(experiment.budget),
+        "seed": experiment.seed,
+        "wall_seconds": wall,
+        "peak_rss_bytes": peak,
+        "peak_rss_note": "process high-water mark (getrusage) at the end of this experiment",
+        "population": {
+            "fingerprint": population_fingerprint(experiment.population.genotypes),
+            "attributes": experiment.population.n_attributes,
+            "seconds": experiment.population_seconds,
+            "prior": experiment.prior.describe(),
+            "metadata": experiment.population.metadata,
+        },
+        "settings": experiment.settings,
+        "rows": [{**asdict(row), "paper_direction_auc": row.paper_comparable} for row in experiment.rows],
+        "differences": list(experiment.spec.differences),
+        "differing_cells": [{"setting": row.setting, "attack": row.attack, "difference": d}
+                            for row, d in differing_rows(experiment.rows)],
+        "trainings": experiment.trainings,
+        "evaluations": experiment.evaluations,
+        "notes": experiment.notes,
+        "environment": environment(),
+    }
+    write_json(staging / "results.json", payload)
+    write_text(staging / "report.md", markdown(experiment, wall, peak))
+    if experiment.rows:
+        plot_aucs(experiment, staging / "auc.png")
+    for index, (setting, result) in enumerate(experiment.results.items(), start=1):
+        curves = {name: (scores, result.labels) for name, scores in result.scores.items()}
+        plot_roc(curves, staging / f"roc-{index}.png", title=f"{experiment.spec.name}: {setting}"[:80],
+                 baseline_loss=result.utility.get("data_independent_utility_loss"))
+    commit_run(staging, target, {"experiment": experiment.spec.name, "scale": experiment.scale, "seed": experiment.seed})
+    experiment.log(f"wrote {target} ({wall:.1f} s, peak memory {peak / 2**30:.2f} GiB)")
+    return ReproductionResult(experiment.spec.name, experiment.scale, experiment.seed, target, wall, peak,
+                              tuple(experiment.rows))
+
+
+def write_index(out: Path) -> Path:
+    """``OUT/index.md``: one line per complete report directory under ``OUT`` (every experiment,
+    scale and seed reproduced there so far, not only those of the last call), in the catalog's order."""
+    from bngp.reproduce.catalog import EXPERIMENTS
+
+    order = {name: index for index, name in enumerate(EXPERIMENTS)}
+    found = []
+    for path in out.glob("*/*/results.json"):
+        if not (path.parent / MANIFEST_FILE).is_file():
+            continue
+        payload = json.loads(path.read_text())
+        found.append((order.get(payload["experiment"], len(order)), payload["experiment"], payload["scale"],
+                      payload["seed"], path.parent, payload))
+    lines = ["# Reproductions of arXiv:2410.07414", "",
+             "Written by `bngp reproduce`; each line links its report. \"Cells off\" counts the cells with a paper number "
+             "that differ from it by more than max(0.02, two combined stds).", "",
+             "| experiment | scale | seed | strongest attack (AUC) | cells off the paper | wall time (s) | peak memory (GiB) | report |",
+             "|---|---|---|---|---|---|---|---|"]
+    for _, name, scale, seed, directory, payload in sorted(found, key=lambda item: item[:4]):
+        rows = payload["rows"]
+        best = max(rows, key=lambda row: row["auc"], default=None)
+        strongest = "-" if best is None else f"{best['attack']} vs {best['setting']} ({best['auc']:.4f})"
+        compared = sum(row["paper"] is not None for row in rows)
+        off = f"{len(payload['differing_cells'])} of {compared}" if compared else "-"
+        report = (directory / "report.md").relative_to(out)
+        label = EXPERIMENTS[name].label if name in EXPERIMENTS else name
+        lines.append(f"| {label} (`{name}`) | {scale} | {seed} | {strongest} | {off} "
+                     f"| {payload['wall_seconds']:.1f} | {payload['peak_rss_bytes'] / 2**30:.2f} | [{report}]({report}) |")
+    return write_text(out / "index.md", "\n".join(lines) + "\n")

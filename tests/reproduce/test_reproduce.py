@@ -1,0 +1,254 @@
+"""``bngp reproduce``: every experiment of arXiv:2410.07414 at the quick scale, end to end from the CLI.
+
+One ``bngp reproduce all --scale quick`` run (module fixture, about two minutes on one core) is
+checked report by report: the files, the numbers against their own evaluation payloads, the
+paper's numbers (App. L.9) against the catalog, and the settings that define each experiment
+(Table 5's constant C, the score best response on 20 individuals, the digits and Adult
+populations, eps = 600).  The quick scale's AUCs carry no meaning, so no AUC value is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bngp.cli import main
+from bngp.errors import InputError, UnknownNameError
+from bngp.reproduce import BUDGETS, EXPERIMENTS, Row, Sizes, budget_for, parse_experiment_names
+from bngp.reproduce.catalog import FIXED_MECHANISMS, MU_PER_EPSILON, TABLE5
+from bngp.reproduce.report import DIFFERENCE_FLOOR, differing_rows
+from bngp.run_dir import verify_run
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SEED = 1
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reproduce") / "out"
+    assert main(["reproduce", "all", "--scale", "quick", "--seed", str(SEED), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def _payload(out: Path, name: str) -> dict:
+    return json.loads((out / name / f"quick_seed{SEED}" / "results.json").read_text())
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_every_experiment_writes_a_complete_report(reproduced: Path, name: str) -> None:
+    directory = reproduced / name / f"quick_seed{SEED}"
+    manifest = verify_run(directory)  # complete, and every file matches its manifest
+    assert manifest["experiment"] == name and manifest["seed"] == SEED
+    payload = _payload(reproduced, name)
+    markdown = (directory / "report.md").read_text()
+    budget = BUDGETS["quick"]
+    assert payload["scale"] == "quick" and payload["seed"] == SEED and payload["budget"]["releases"] == budget.releases
+    assert payload["sizes"]["individuals"] == EXPERIMENTS[name].sizes["quick"].individuals
+    assert payload["population"]["prior"]
+    assert payload["peak_rss_bytes"] > 50 * 2**20  # a process that imported torch holds more than 50 MiB
+    parts = [payload["population"]["seconds"]]
+    parts += [training["seconds"] for training in payload["trainings"].values()]
+    parts += [evaluation["seconds"] for evaluation in payload["evaluations"].values()]
+    assert payload["wall_seconds"] >= sum(parts)  # the wall time covers its parts
+    assert (directory / "auc.png").read_bytes().startswith(PNG_SIGNATURE)
+    for index in range(1, len(payload["evaluations"]) + 1):
+        assert (directory / f"roc-{index}.png").read_bytes().startswith(PNG_SIGNATURE)
+    assert not (directory / f"roc-{len(payload['evaluations']) + 1}.png").exists()
+    assert {row["setting"] for row in payload["rows"]} == set(payload["evaluations"])
+    for row in payload["rows"]:
+        # each row is its evaluation's numbers: AUC mean and std over the releases, and the raw direction
+        entry = payload["evaluations"][row["setting"]]["attacks"][row["attack"]]
+        per_release = entry["auc_per_release"]
+        assert len(per_release) == budget.releases
+        assert row["auc"] == pytest.approx(np.mean(per_release))
+        assert row["auc_std"] == pytest.approx(np.std(per_release, ddof=1))
+        assert row["raw_auc"] == pytest.approx(row["auc"] if entry["orientation"] == 1 else 1 - row["auc"])
+        below = row["paper"] is not None and row["paper"][0] < 0.5
+        assert row["paper_direction_auc"] == (row["raw_auc"] if below else row["auc"])
+        assert row["seconds"] == entry["seconds"]
+        assert f"| {row['setting']} | {row['attack']} | {row['auc']:.4f} ± {row['auc_std']:.4f} |" in markdown
+        if row["paper"] is not None:
+            assert f"{row['paper'][0]:.4f} ± {row['paper'][1]:.4f}" in markdown
+    for setting, evaluation in payload["evaluations"].items():
+        strongest = evaluation["strongest_attack"]
+        assert f"- {setting} [" in markdown and f"strongest **{strongest['name']}**" in markdown
+        assert strongest["auc"] == max(entry["auc"] for entry in evaluation["attacks"].values())
+    assert "Quick scale: a pipeline check" in markdown
+    for text in EXPERIMENTS[name].differences:
+        assert text in markdown
+    for attack in {row["attack"] for row in payload["rows"]}:
+        assert f"- `{attack}`: " in markdown  # its knowledge and direction
+    rows = [Row(**{key: (tuple(value) if key == "paper" and value is not None else value)
+                   for key, value in row.items() if key != "paper_direction_auc"}) for row in payload["rows"]]
+    assert [(cell["setting"], cell["attack"]) for cell in payload["differing_cells"]] == \
+        [(row.setting, row.attack) for row, _ in differing_rows(rows)]
+
+
+def test_index_lists_every_report(reproduced: Path) -> None:
+    index = (reproduced / "index.md").read_text()
+    for name, spec in EXPERIMENTS.items():
+        assert f"| {spec.label} (`{name}`) | quick | {SEED} |" in index
+        assert f"[{name}/quick_seed{SEED}/report.md]" in index
+
+
+def test_the_paper_numbers_are_those_of_app_l9(reproduced: Path) -> None:
+    """Spot checks of the catalog against arXiv:2410.07414, App. L.9 (Tables 3-5)."""
+    paper = {(name, row["setting"], row["attack"]): row["paper"] for name in EXPERIMENTS
+             for row in _payload(reproduced, name)["rows"]}
+    assert paper[("table3", "BNGP defender, kappa=1.5", "bayesian")] == [0.7253, 0.0069]
+    assert paper[("table3", "BNGP defender, kappa=0", "adaptive-lrt")] == [0.1552, 0.0100]
+    assert paper[("table4", "fixed-LRT best-response defender", "bayesian")] == [0.9124, 0.0026]
+    assert paper[("fig2b-pure-dp", "pure-DP l-inf defender matched to BNGP kappa=1.5", "score")] == [0.1267, 0.0207]
+    assert paper[("fig2c-score-defender", "score best-response defender, kappa=1.5", "bayesian")] == [1.0, 0.0]
+    assert paper[("fig2d-images", "BNGP defender, kappa=1.5", "svm")] == [0.5226, 0.0108]
+    assert paper[("fig2e-adult", "BNGP defender, kappa=1.5", "lrt")] == [0.5865, 0.0060]
+    assert paper[("fig2f-vector-kappa", "Laplace matched to BNGP vector kappa", "bayesian")] == [0.9153, 0.0025]
+    assert paper[("table5", "one mechanism, eps=0.3", "bayesian")] == [0.9018, 0.0033]
+    assert all(value is None for (name, _, _), value in paper.items() if name == "fig3d-dp600")
+
+
+def test_each_experiment_runs_what_the_paper_ran(reproduced: Path) -> None:
+    table3 = _payload(reproduced, "table3")
+    assert [training["config"]["kappa"] for training in table3["trainings"].values()] == [0.0, 1.5, 50.0]
+
+    table4 = _payload(reproduced, "table4")
+    assert [training["against"] for training in table4["trainings"].values()] == ["bayesian", "lrt", "adaptive-lrt"]
+    matched = table4["evaluations"]["Laplace matched to BNGP kappa=1.5"]["defense"]["matched"]
+    assert matched["run"].endswith("bngp-kappa-1.5")
+
+    pure = _payload(reproduced, "fig2b-pure-dp")
+    assert pure["population"]["attributes"] == 100
+    defense = pure["evaluations"]["pure-DP l-inf defender matched to BNGP kappa=1.5"]["defense"]
+    assert defense["guarantee"]["norm"] == "linf" and defense["guarantee"]["delta"] in (0, 0.0, None)
+
+    score = _payload(reproduced, "fig2c-score-defender")
+    assert score["sizes"]["individuals"] == 20 and score["sizes"]["members"] == 5
+    assert [training["against"] for training in score["trainings"].values()] == ["score"]
+
+    images = _payload(reproduced, "fig2d-images")
+    assert images["dataset"] == "digits" and images["population"]["metadata"]["source"] == "sklearn-digits"
+    assert "histogram" in images["settings"]["release"]
+    assert {row["attack"] for row in images["rows"]} == {"bayesian", "tree", "svm", "linear"}
+
+    adult = _payload(reproduced, "fig2e-adult")
+    assert adult["population"]["attributes"] == 120 and adult["population"]["metadata"]["source"] == "uci-adult"
+
+    vector = _payload(reproduced, "fig2f-vector-kappa")
+    weighted = vector["settings"]["vector_kappa_snvs"]
+    assert len(weighted) == round(0.1 * EXPERIMENTS["fig2f-vector-kappa"].sizes["quick"].attributes)
+    assert all("weighted_utility_loss" in evaluation["defense"] for evaluation in vector["evaluations"].values())
+
+    dp600 = _payload(reproduced, "fig3d-dp600")
+    guarantee = dp600["evaluations"]["Laplace, eps=600"]["defense"]["guarantee"]
+    sizes = EXPERIMENTS["fig3d-dp600"].sizes["quick"]
+    assert guarantee["epsilon"] == pytest.approx(600)
+    assert guarantee["sensitivity"] == pytest.approx(sizes.attributes / sizes.members)  # the paper's |Q|/N
+
+
+def test_table5_composes_four_fixed_gaussians_with_a_learned_fifth(reproduced: Path) -> None:
+    payload = _payload(reproduced, "table5")
+    settings = payload["settings"]
+    # C = (Delta / mu per eps)^2 and each fixed mechanism is N(0, C / eps^2) (catalog docstring of table5)
+    assert settings["C"] == pytest.approx((settings["typical_replacement_l2"] / MU_PER_EPSILON) ** 2)
+    for epsilon in TABLE5:
+        config = payload["trainings"][f"composition-eps-{epsilon:g}"]["config"]
+        assert config["dp_epsilon"] == pytest.approx(5 * epsilon)
+        assert config["fixed_gaussian_sigmas"] == pytest.approx([math.sqrt(settings["C"]) / epsilon] * FIXED_MECHANISMS)
+        assert payload["trainings"][f"composition-eps-{epsilon:g}"]["bgbp"]["epsilon"] == pytest.approx(5 * epsilon)
+        single = payload["evaluations"][f"one mechanism, eps={epsilon:g}"]["defense"]
+        assert single["parameters"]["sigma"] == pytest.approx(math.sqrt(settings["C"]) / (5 * epsilon))
+
+
+def test_a_second_run_reuses_the_trained_defenders_and_gives_the_same_numbers(reproduced: Path, tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture) -> None:
+    before = _payload(reproduced, "table3")
+    assert main(["reproduce", "table3", "--seed", str(SEED), "--out", str(reproduced), "--quiet"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["experiments"][0]["name"] == "table3"
+    after = _payload(reproduced, "table3")
+    assert all(training["reused"] for training in after["trainings"].values())
+    assert [(row["setting"], row["attack"], row["auc"]) for row in after["rows"]] == \
+        [(row["setting"], row["attack"], row["auc"]) for row in before["rows"]]
+
+
+def test_budget_overrides_reach_the_report(tmp_path: Path) -> None:
+    assert main(["reproduce", "fig3d-dp600", "--out", str(tmp_path), "--releases", "3", "--attacker-steps", "2",
+                 "--quiet"]) == 0
+    payload = json.loads((tmp_path / "fig3d-dp600" / "quick_seed0" / "results.json").read_text())
+    assert payload["budget"]["releases"] == 3 and payload["budget"]["attacker_eval_steps"] == 2
+    assert len(payload["evaluations"]["Laplace, eps=600"]["attacks"]["lrt"]["auc_per_release"]) == 3
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["reproduce", "table9"], "unknown experiment 'table9'"),
+    (["reproduce", "table3,nope"], "unknown experiment 'nope'"),
+    (["reproduce", "table3", "--releases", "1"], "`--releases` must be >= 2"),
+    (["reproduce", "table3", "--steps", "0"], "`--steps` must be >= 1"),
+    (["reproduce", "table3", "--seed", "-1"], "`seed` must be >= 0"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture, argv: list[str],
+                                               message: str) -> None:
+    assert main(argv + ["--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and message in error
+    assert not (tmp_path / "out").exists()  # checked before any work
+
+
+def test_an_output_path_that_is_a_file_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["reproduce", "table3", "--out", str(target)]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert target.read_text() == "x"
+
+
+def test_a_report_interrupted_while_written_leaves_no_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import bngp.reproduce.report as report
+
+    def fail(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "plot_roc", fail)
+    with pytest.raises(KeyboardInterrupt):
+        from bngp.reproduce import run_experiment
+
+        run_experiment("fig3d-dp600", out=tmp_path, progress=False)
+    assert not (tmp_path / "fig3d-dp600" / "quick_seed0").exists()
+    assert (tmp_path / "fig3d-dp600" / "quick_seed0.incomplete").is_dir()
+
+
+def test_differing_rows_known_answers() -> None:
+    def row(auc: float, std: float, paper: tuple[float, float] | None, orientation: int = 1) -> Row:
+        raw = auc if orientation == 1 else 1 - auc
+        return Row("s", "a", auc, std, paper, raw, orientation, 0.0, 0.0)
+
+    # |0.705 - 0.72| = 0.015 is not above the 0.02 floor; 0.69 is.
+    assert differing_rows([row(0.705, 0.0, (0.72, 0.0))]) == []
+    assert [d for _, d in differing_rows([row(0.69, 0.0, (0.72, 0.0))])] == [pytest.approx(-0.03)]
+    # two combined stds: 2 * hypot(0.03, 0.04) = 0.1 > 0.09
+    assert differing_rows([row(0.80, 0.03, (0.71, 0.04))]) == []
+    assert len(differing_rows([row(0.82, 0.03, (0.71, 0.04))])) == 1
+    # a paper number below 0.5 is compared in the raw direction: oriented 0.8 flipped = raw 0.2
+    flipped = row(0.80, 0.0, (0.17, 0.0), orientation=-1)
+    assert flipped.paper_comparable == pytest.approx(0.2)
+    assert [d for _, d in differing_rows([flipped])] == [pytest.approx(0.03)]
+    assert differing_rows([row(0.9, 0.0, None)]) == []
+    assert DIFFERENCE_FLOOR == 0.02
+
+
+def test_names_sizes_and_budgets_are_validated() -> None:
+    assert parse_experiment_names("all") == list(EXPERIMENTS)
+    assert parse_experiment_names("table5, table3,table5") == ["table5", "table3"]
+    with pytest.raises(UnknownNameError):
+        parse_experiment_names(" , ")
+    with pytest.raises(InputError):
+        Sizes(20, 20, 10)
+    with pytest.raises(InputError):
+        budget_for("huge")
+    assert budget_for("paper", steps=7).steps == 7 and budget_for("paper", steps=7).releases == 100
+    override = budget_for("small", attacker_steps=9)
+    assert override.attacker_eval_steps == override.fresh_check_steps == 9
