@@ -30,9 +30,14 @@ from sklearn.metrics import roc_auc_score
 PENALTIES = 10.0 ** np.arange(-10.0, 2.01, 0.5)
 
 
+def release_aucs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """roc_auc_score(labels[i], scores[i]) of every row."""
+    return np.array([roc_auc_score(y, s) for s, y in zip(scores, labels)])
+
+
 def mean_release_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Mean over rows of roc_auc_score(labels[i], scores[i])."""
-    return float(np.mean([roc_auc_score(y, s) for s, y in zip(scores, labels)]))
+    return float(np.mean(release_aucs(scores, labels)))
 
 
 def outside_ridge(
@@ -58,8 +63,10 @@ def outside_ridge(
     best = int(np.argmax(path))
     weights = vectors @ solve(PENALTIES[best])
     test_scores = (test_x - x_mean) @ weights  # the same scores as on validation (see the docstring)
+    test_aucs = release_aucs(test_scores, test_b)
     return {
-        "auc": mean_release_auc(test_scores, test_b),
+        "auc": float(np.mean(test_aucs)),
+        "test_auc_std": float(np.std(test_aucs, ddof=1)),
         "penalty": float(PENALTIES[best]),
         "validation_auc": path[best],
         "path": [[float(p), a] for p, a in zip(PENALTIES, path)],

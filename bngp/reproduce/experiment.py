@@ -177,6 +177,7 @@ class Experiment:
         self.evaluations: dict[str, dict] = {}
         self.results: dict[str, EvaluationResult] = {}
         self.notes: list[str] = []
+        self._specs: dict[int, str] = {}  # id(defense) -> the SPEC it was built from
         self.log(f"scale {scale}: {self.sizes.describe()} ({spec.dataset}), seed {self.seed}; making the population")
         start = time.perf_counter()
         self.population = make_population(spec.dataset, self.sizes, self.seed)
@@ -250,11 +251,15 @@ class Experiment:
 
     def run_defense(self, run_dir: Path) -> Defense:
         """The trained defender of ``run_dir`` as a defense (``run:RUN_DIR``)."""
-        return load_run_defense(run_dir, self.context)
+        defense = load_run_defense(run_dir, self.context)
+        self._specs[id(defense)] = f"run:{run_dir}"
+        return defense
 
     def defense(self, spec: str) -> Defense:
         """A defense from a ``--defense`` SPEC (e.g. ``laplace:epsilon=600``, ``matched-laplace:run=DIR``)."""
-        return parse_defense_spec(spec, self.context)
+        defense = parse_defense_spec(spec, self.context)
+        self._specs[id(defense)] = spec
+        return defense
 
     # -- attacks ----------------------------------------------------------------------------
     def attack(self, name: str) -> Attack:
@@ -280,7 +285,8 @@ class Experiment:
         """Evaluate ``attacks`` against ``defense`` and add one :class:`Row` per attack.
 
         Every call uses the experiment's seed, so all settings are scored on the same evaluation
-        memberships.  Returns the evaluation payload (the EVAL.json form plus its wall time).
+        memberships.  Returns the evaluation payload (the EVAL.json form plus its wall time and,
+        for a defense made by :meth:`defense` or :meth:`run_defense`, its ``--defense`` SPEC).
         """
         if setting in self.evaluations:
             raise InputError(f"setting {setting!r} is evaluated twice in experiment {self.spec.name!r}.")
@@ -292,6 +298,7 @@ class Experiment:
                                   device=self.device)
         payload = result.to_dict()
         payload["seconds"] = time.perf_counter() - start
+        payload["defense_spec"] = self._specs.get(id(defense))  # None for a defense built in code
         for name, entry in payload["attacks"].items():
             row = Row(setting, name, entry["auc"], entry["auc_std"], paper.get(name), entry["raw_auc"],
                       int(entry["orientation"]), payload["utility_loss"], entry["seconds"])
