@@ -291,7 +291,8 @@ class Experiment:
         if setting in self.evaluations:
             raise InputError(f"setting {setting!r} is evaluated twice in experiment {self.spec.name!r}.")
         self.log(f"{setting}: evaluating {', '.join(attacks)} on {self.budget.releases} releases")
-        instances = {name: self.attack(name) for name in attacks}
+        # `linear` first: the Bayesian attacker then starts from its converged ridge fit (bngp.evaluate)
+        instances = {name: self.attack(name) for name in sorted(attacks, key=lambda name: name != "linear")}
         start = time.perf_counter()
         result = evaluate_defense(self.population, self.prior, defense, instances, releases=self.budget.releases,
                                   seed=self.seed, n_members=self.sizes.members, kappa=kappa, progress=self.progress,
@@ -299,7 +300,8 @@ class Experiment:
         payload = result.to_dict()
         payload["seconds"] = time.perf_counter() - start
         payload["defense_spec"] = self._specs.get(id(defense))  # None for a defense built in code
-        for name, entry in payload["attacks"].items():
+        for name in attacks:
+            entry = payload["attacks"][name]
             row = Row(setting, name, entry["auc"], entry["auc_std"], paper.get(name), entry["raw_auc"],
                       int(entry["orientation"]), payload["utility_loss"], entry["seconds"])
             self.rows.append(row)

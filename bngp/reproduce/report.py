@@ -36,7 +36,8 @@ from bngp.report import save_png, plot_roc
 from bngp.reproduce.experiment import Experiment, Row, format_auc
 from bngp.run_dir import MANIFEST_FILE, commit_run, staging_dir
 
-__all__ = ["ReproductionResult", "write_report", "write_index", "environment", "peak_rss_bytes", "differing_rows"]
+__all__ = ["ReproductionResult", "write_report", "write_index", "environment", "peak_rss_bytes", "differing_rows",
+           "collapsed_defenders"]
 
 #: packages whose versions every result records.
 _PACKAGES = ("bngp", "torch", "numpy", "scipy", "scikit-learn", "msprime", "stdpopsim", "tskit", "matplotlib")
@@ -109,6 +110,8 @@ def differing_rows(rows: list[Row] | tuple[Row, ...]) -> list[tuple[Row, float]]
 def _describe_defense(description: dict) -> str:
     """One phrase for a defense's description: name, DP guarantee, utility match."""
     text = description.get("name", "?")
+    if text == "run":
+        text = f"trained defender `{Path(description['run']).name}`, objective {description.get('objective', '?')}"
     guarantee = description.get("guarantee")
     if guarantee:
         delta = f", delta {guarantee['delta']:g}" if guarantee.get("delta") else ""
@@ -122,6 +125,47 @@ def _describe_defense(description: dict) -> str:
     if matched:
         text += f", matched to utility loss {matched['target_utility_loss']:.5f} of `{matched['run']}`"
     return text
+
+
+def _utility_lines(experiment: Experiment) -> list[str]:
+    """The utility of every setting against the data-independent release f(theta) (:func:`bngp.evaluate.utility_record`)."""
+    utilities = {setting: payload["utility"] for setting, payload in experiment.evaluations.items() if payload.get("utility")}
+    if not utilities:
+        return []
+    baseline = next(iter(utilities.values()))["data_independent_utility_loss"]
+    lines = ["", "## Utility against the data-independent release", "",
+             f"The data-independent release f(theta) (the prior's expected statistic) has AUC 0.5 against every attack "
+             f"and utility loss {baseline:.5f}; a release no closer to f(D) than it can only leak more.", "",
+             "| setting | utility loss | relative error | signal retention | strongest AUC | verdict |",
+             "|---|---|---|---|---|---|",
+             f"| data-independent release f(theta) | {baseline:.5f} | 1 | 0 | 0.5 | baseline |"]
+    for setting, utility in utilities.items():
+        lines.append(f"| {setting} | {utility['utility_loss']:.5f} | {utility['relative_error']:.3f} | "
+                     f"{utility['signal_retention']:.3f} | {experiment.evaluations[setting]['strongest_attack']['auc']:.4f} "
+                     f"| {utility['verdict']} |")
+    return lines
+
+
+#: the verdict of :func:`bngp.evaluate.utility_record` for a release that is f(theta) itself.
+_DATA_INDEPENDENT = "the data-independent release itself"
+
+
+def collapsed_defenders(experiment: Experiment) -> list[str]:
+    """One sentence per evaluated setting whose release is the data-independent f(theta) itself
+    while the paper reports leakage for it: the reason its AUCs sit at 0.5."""
+    sentences = []
+    for setting, payload in experiment.evaluations.items():
+        if not payload.get("utility", {}).get("verdict", "").startswith(_DATA_INDEPENDENT):
+            continue
+        papers = [row.paper[0] for row in experiment.rows if row.setting == setting and row.paper is not None]
+        if any(abs(value - 0.5) > DIFFERENCE_FLOOR for value in papers):
+            sentences.append(
+                f"{setting}: our defender releases the data-independent f(theta) (signal retention "
+                f"{payload['utility']['signal_retention']:.3f}, utility loss {payload['utility']['utility_loss']:.5f}), so "
+                "every attack is at chance, where the paper's defender still leaks. In our measurements the game reaches "
+                "one of two ends, f(theta) or a release close to f(D) (docs/results.md, 'Where a BNGP defender sits'), and "
+                "not the paper's intermediate AUCs.")
+    return sentences
 
 
 def _direction(row: Row) -> str:
@@ -176,8 +220,12 @@ def markdown(experiment: Experiment, wall: float, peak: int) -> str:
         versus = "" if gap is None else f"; best analytic `{gap['best_analytic']}` minus Bayesian AUC {gap['gap']:+.4f}"
         lines.append(f"- {setting} [{_describe_defense(payload['defense'])}]: strongest **{strongest['name']}** "
                      f"(AUC {strongest['auc']:.4f}){versus}. ROC: `roc-{index}.png`.")
+    lines += _utility_lines(experiment)
     lines += ["", "## Where and why we differ from the paper", ""]
     lines += [f"- {text}" for text in spec.differences]
+    if experiment.scale != "paper":
+        lines.append(f"- Scale `{experiment.scale}`: sizes and budgets below the paper's (see above).")
+    lines += [f"- {text}" for text in collapsed_defenders(experiment)]
     differing = differing_rows(experiment.rows)
     if differing:
         lines.append("- Cells off the paper's by more than max(0.02, two combined stds): " + "; ".join(

@@ -78,6 +78,14 @@ def test_every_experiment_writes_a_complete_report(reproduced: Path, name: str) 
         assert f"- {setting} [" in markdown and f"strongest **{strongest['name']}**" in markdown
         assert strongest["auc"] == max(entry["auc"] for entry in evaluation["attacks"].values())
     assert "Quick scale: a pipeline check" in markdown
+    for setting, evaluation in payload["evaluations"].items():
+        # the utility of every setting next to f(theta), and a defender that releases f(theta) while the
+        # paper reports leakage is named as the reason its AUCs are at chance
+        verdict = evaluation["utility"]["verdict"]
+        assert f"| {setting} | {evaluation['utility']['utility_loss']:.5f} |" in markdown
+        papers = [row["paper"][0] for row in payload["rows"] if row["setting"] == setting and row["paper"] is not None]
+        collapsed = verdict.startswith("the data-independent release itself") and any(abs(p - 0.5) > 0.02 for p in papers)
+        assert (f"- {setting}: our defender releases the data-independent f(theta)" in markdown) == collapsed
     for text in EXPERIMENTS[name].differences:
         assert text in markdown
     for attack in {row["attack"] for row in payload["rows"]}:
