@@ -14,15 +14,21 @@ from bngp.defenses.artifact import population_fingerprint
 from bngp.defenses.registry import DefenseContext, parse_defense_spec, split_spec
 from bngp.errors import InputError
 from bngp.game import GameConfig
+from bngp.mechanism_audit import resolve_neighbouring
 from bngp.rng import named_seeds
 
-from .config import BNGP_FAMILY, DatasetSpec, SweepConfig
+from .config import BNGP_FAMILY, AuditSpec, DatasetSpec, SweepConfig
 
 __all__ = ["Cell", "Dataset", "SEED_STREAMS", "load_datasets", "plan_cells"]
 
-#: the random streams of a cell, spawned from its seed: the defender's training and the
-#: evaluation (the same for every defense at one seed: their cells share the evaluation draws).
-SEED_STREAMS = ("game", "evaluation")
+#: the random streams of a cell, spawned from its seed: the defender's training, the evaluation
+#: (the same for every defense at one seed: their cells share the evaluation draws) and, only
+#: for a cell with an ``audit``, the mechanism audit.  SeedSequence children do not depend on how
+#: many are spawned, so the third stream leaves ``game`` and ``evaluation`` (and the numbers of
+#: the cells without an audit) unchanged; streams are only ever appended.
+SEED_STREAMS = ("game", "evaluation", "audit")
+#: the streams of a cell without an audit.
+_PLAIN_STREAMS = SEED_STREAMS[:2]
 #: version of the canonical cell parameters; a change makes every stored cell stale.
 CELL_FORMAT = "bngp-sweep-cell-1"
 
@@ -50,6 +56,7 @@ class Cell:
         attacks: the attacks evaluated.
         releases: evaluation releases.
         game: the defender's GameConfig (BNGP cells), None for DP cells.
+        audit: the settings of the cell's mechanism audit, None when the sweep has no ``audit``.
     """
 
     dataset: DatasetSpec
@@ -60,6 +67,7 @@ class Cell:
     attacks: tuple[str, ...]
     releases: int
     game: GameConfig | None
+    audit: AuditSpec | None = None
 
     @property
     def family(self) -> str:
@@ -76,13 +84,16 @@ class Cell:
 
     @property
     def seeds(self) -> dict[str, int]:
-        """The concrete seed of each stream of :data:`SEED_STREAMS`."""
-        return named_seeds(self.seed, SEED_STREAMS)
+        """The concrete seed of each stream of :data:`SEED_STREAMS` (``audit`` only for an
+        audited cell)."""
+        return named_seeds(self.seed, SEED_STREAMS if self.audit is not None else _PLAIN_STREAMS)
 
     @property
     def key(self) -> str:
         """The SHA-256 (first 20 hex digits) of the canonical parameters: what the cell computes,
-        independent of file names and labels."""
+        independent of file names and labels.  The audit settings enter only an audited cell's
+        parameters, so the key of a cell without an audit is the one it always had (and a cell
+        stored without an audit is never reused for a config with one)."""
         canonical = {
             "format": CELL_FORMAT,
             "population": self.fingerprint,
@@ -93,6 +104,8 @@ class Cell:
             "releases": self.releases,
             "game": None if self.game is None else self.game.to_dict(),
         }
+        if self.audit is not None:
+            canonical["audit"] = self.audit.to_dict()
         return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:20]
 
     @property
@@ -123,7 +136,8 @@ class Cell:
 
 def load_datasets(config: SweepConfig) -> dict[str, Dataset]:
     """Load every dataset and check what needs the data: 1 <= n <= K - 1, no two datasets with
-    the same population and n, and every DP defense calibrated at every eps."""
+    the same population and n, every DP defense calibrated at every eps and, with an ``audit``,
+    that its canaries fit every cell's dataset and that its attack has what it needs."""
     datasets: dict[str, Dataset] = {}
     seen: dict[tuple[str, int], str] = {}
     for spec in config.datasets:
@@ -137,13 +151,31 @@ def load_datasets(config: SweepConfig) -> dict[str, Dataset]:
             raise InputError(f"datasets `{other}` and `{spec.name}` are the same population with the same members.")
         context = DefenseContext(population, spec.members)
         for cell in _cells(config, spec, fingerprint):
-            if cell.game is None:
-                try:
-                    parse_defense_spec(cell.spec, context)
-                except InputError as exc:
-                    raise InputError(f"dataset `{spec.name}`, defense {cell.spec}: {exc}") from None
+            try:
+                defense = None if cell.game is not None else parse_defense_spec(cell.spec, context)
+                if config.audit is not None:
+                    _check_audit(config.audit, defense, population.n_individuals, spec.members)
+            except InputError as exc:
+                raise InputError(f"dataset `{spec.name}`, defense {cell.spec}: {exc}") from None
         datasets[spec.name] = Dataset(spec, population, fingerprint)
     return datasets
+
+
+def _check_audit(audit: AuditSpec, defense, n_individuals: int, members: int) -> None:
+    """The audit's design fits the dataset: the checks of the canary audit
+    (:class:`bngp.mechanism_audit.CanaryPrior`), made before any cell runs.  ``defense`` is
+    None for a BNGP cell, whose trained defender claims no guarantee: audited under replace."""
+    relation = "replace" if defense is None else resolve_neighbouring("auto", defense)
+    m = audit.canaries
+    if relation == "replace" and m > members:
+        raise InputError(f"`audit.canaries` must be <= members = {members} under the replace relation "
+                         f"(every audit dataset has exactly n members), got {m}.")
+    if members > n_individuals - m:
+        raise InputError(f"`audit.canaries` must leave at least members = {members} non-canaries of the "
+                         f"K = {n_individuals} individuals (the pool fills each dataset), got {m}.")
+    if defense is not None and audit.requires_noise_law and defense.noise_law is None:
+        raise InputError(f"`audit.attack`: {audit.attack!r} needs a closed-form noise law, which this defense "
+                         "does not have.")
 
 
 def _fingerprint(population: Population) -> str:
@@ -162,6 +194,7 @@ def _cells(config: SweepConfig, spec: DatasetSpec, fingerprint: str) -> list[Cel
         bngp = split_spec(defense)[0] == BNGP_FAMILY
         for parameter in config.kappa if bngp else config.eps:
             for seed in config.seeds:
-                game = config.game_config(parameter, named_seeds(seed, SEED_STREAMS)["game"]) if bngp else None
-                cells.append(Cell(spec, fingerprint, defense, float(parameter), seed, config.attacks, config.releases, game))
+                game = config.game_config(parameter, named_seeds(seed, _PLAIN_STREAMS)["game"]) if bngp else None
+                cells.append(Cell(spec, fingerprint, defense, float(parameter), seed, config.attacks, config.releases, game,
+                                  config.audit))
     return cells

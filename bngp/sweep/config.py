@@ -16,6 +16,10 @@ The keys (``docs/sweep.md`` has a full example):
   (evaluation releases per cell, default 50), ``retries`` (of a failed cell, default 2).
 * ``game``: :class:`bngp.game.GameConfig` settings of the BNGP defenders (``steps``,
   ``fresh_check_steps``, ``attacker_refit_every``, ...); ``kappa`` and ``seed`` are the sweep's.
+* ``audit`` (optional): an end-to-end canary audit of every cell's defense
+  (:func:`bngp.mechanism_audit.audit_mechanism`), which records an empirical lower bound on eps
+  per cell; its settings are :class:`AuditSpec`'s (``mode``, ``canaries``, ``attack``, ``runs``,
+  ``confidence``, ``delta``).
 """
 
 from __future__ import annotations
@@ -28,13 +32,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from bngp.attacks.registry import available_attacks
+from bngp.attacks.registry import attack_requirements, available_attacks
 from bngp.defenses.registry import split_spec
 from bngp.defenses.specs import DP_SPECS
 from bngp.errors import InputError
 from bngp.game import KAPPA_MAX, GameConfig
+from bngp.mechanism_audit import DEFAULT_RUNS
 
-__all__ = ["DatasetSpec", "SweepConfig", "load_sweep_config", "BNGP_FAMILY", "DEFAULT_ATTACKS", "GAME_KEYS"]
+__all__ = ["AuditSpec", "DatasetSpec", "SweepConfig", "load_sweep_config", "AUDIT_KEYS", "AUDIT_MODES", "BNGP_FAMILY",
+           "DEFAULT_ATTACKS", "GAME_KEYS"]
 
 #: the defense family of the defenders trained in the BNGP game.
 BNGP_FAMILY = "bngp"
@@ -43,7 +49,11 @@ DEFAULT_ATTACKS: tuple[str, ...] = ("lrt", "adaptive-lrt", "score", "reconstruct
 #: the GameConfig settings a config's ``game`` table may set (kappa and seed are the sweep's).
 GAME_KEYS: tuple[str, ...] = tuple(f.name for f in fields(GameConfig) if f.name not in ("kappa", "kappa_vector", "seed"))
 
-_KEYS = ("datasets", "defenses", "kappa", "eps", "seeds", "attacks", "releases", "retries", "game")
+_KEYS = ("datasets", "defenses", "kappa", "eps", "seeds", "attacks", "releases", "retries", "game", "audit")
+#: the settings of the ``audit`` table.
+AUDIT_KEYS = ("mode", "canaries", "attack", "runs", "confidence", "delta")
+#: the audit modes a sweep can run: both canary audits, which give statistically valid lower bounds.
+AUDIT_MODES = ("one-run", "many-run")
 _SPEC_SET_BY_SWEEP = ("epsilon", "scale")
 
 
@@ -54,6 +64,81 @@ class DatasetSpec:
     name: str
     path: Path
     members: int
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """The ``audit`` table: an end-to-end canary audit of every cell's defense.
+
+    Each cell's defense (a BNGP cell's trained defender, the very object it evaluates; a DP
+    cell's calibrated mechanism) is audited by :func:`bngp.mechanism_audit.audit_mechanism` under
+    the defense's own neighbouring relation (``replace`` for the trained defenders and the
+    default ``paper`` sensitivity), with the cell's ``audit`` seed stream.  The result is a
+    lower bound on the eps of the release mechanism that holds with probability ``confidence``.
+
+    Attributes:
+        mode: ``"one-run"`` (Steinke, Nasr, Jagielski 2023: one release) or ``"many-run"``
+            (``runs`` independent releases: per-canary Clopper-Pearson and the pooled one-run bound).
+        canaries: m >= 2 canaries, each included with probability 1/2 (``replace``: m <= n and
+            n <= K - m; checked against every dataset before any work).
+        attack: the registry attack that scores the canaries (default ``score``, as in the
+            ``bngp audit-mechanism`` example).
+        runs: the releases of the many-run audit (default :data:`bngp.mechanism_audit.DEFAULT_RUNS`);
+            None in one-run mode.
+        confidence: 1 - beta of the bound.
+        delta: the delta the bound is stated at; None: each defense's claimed delta (0 without one).
+    """
+
+    mode: str = "one-run"
+    canaries: int = 100
+    attack: str = "score"
+    runs: int | None = None
+    confidence: float = 0.95
+    delta: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in AUDIT_MODES:
+            raise InputError(f"`audit.mode` must be one of {', '.join(AUDIT_MODES)}, got {self.mode!r}.")
+        _check_int("audit.canaries", self.canaries, 2)
+        known = available_attacks()
+        if not isinstance(self.attack, str) or self.attack not in known:
+            raise InputError(f"`audit.attack`: unknown attack {self.attack!r}; known: {', '.join(known)}.")
+        if self.mode == "many-run":
+            if self.runs is None:
+                object.__setattr__(self, "runs", DEFAULT_RUNS)
+            _check_int("audit.runs", self.runs, 2)
+        elif self.runs is not None:
+            raise InputError(f"`audit.runs` applies only to mode many-run (mode {self.mode!r} audits one release), "
+                             f"got {self.runs!r}.")
+        value = self.confidence
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise InputError(f"`audit.confidence` must be a number in (0, 1), got {value!r}.")
+        object.__setattr__(self, "confidence", float(value))
+        if self.delta is not None:
+            value = self.delta
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise InputError(f"`audit.delta` must be a number in [0, 1), got {value!r}.")
+            object.__setattr__(self, "delta", float(value))
+
+    @property
+    def requires_noise_law(self) -> bool:
+        """Whether the attack needs a closed-form noise law (the trained defenders have none)."""
+        return "noise_law" in attack_requirements(self.attack)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "AuditSpec":
+        """The ``audit`` table of a parsed config."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"`audit` must be a table of audit settings, got {data!r}.")
+        unknown = [key for key in data if key not in AUDIT_KEYS]
+        if unknown:
+            raise InputError(f"unknown audit setting `audit.{unknown[0]}`; known: {', '.join(AUDIT_KEYS)}.")
+        return cls(**{str(key): value for key, value in data.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings in their JSON form (``runs`` resolved), as hashed into each audited cell's key."""
+        return {"mode": self.mode, "canaries": self.canaries, "attack": self.attack, "runs": self.runs,
+                "confidence": self.confidence, "delta": self.delta}
 
 
 @dataclass(frozen=True)
@@ -74,6 +159,7 @@ class SweepConfig:
     releases: int = 50
     retries: int = 2
     game: tuple[tuple[str, Any], ...] = ()
+    audit: AuditSpec | None = None
 
     def __post_init__(self) -> None:
         _check_datasets(self.datasets)
@@ -96,6 +182,12 @@ class SweepConfig:
                 self.game_config(kappa, 0)
             except InputError as exc:
                 raise InputError(f"`game`: {exc}") from None
+        if self.audit is not None:
+            if not isinstance(self.audit, AuditSpec):
+                raise InputError(f"`audit` must be an AuditSpec, got {type(self.audit).__name__}.")
+            if uses_kappa and self.audit.requires_noise_law:
+                raise InputError(f"`audit.attack`: {self.audit.attack!r} needs a closed-form noise law, which the "
+                                 "trained `bngp` defenders do not have; pick another attack.")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], base_dir: str | os.PathLike | None = None) -> "SweepConfig":
@@ -127,6 +219,7 @@ class SweepConfig:
             releases=data.get("releases", 50),
             retries=data.get("retries", 2),
             game=tuple((str(key), tuple(value) if isinstance(value, list) else value) for key, value in game.items()),
+            audit=None if data.get("audit") is None else AuditSpec.from_dict(data["audit"]),
         )
 
     def game_config(self, kappa: float, seed: int) -> GameConfig:
@@ -134,8 +227,9 @@ class SweepConfig:
         return GameConfig(**dict(self.game), kappa=float(kappa), seed=seed)
 
     def to_dict(self) -> dict[str, Any]:
-        """The config in its JSON form (absolute dataset paths), as recorded in ``sweep.json``."""
-        return {
+        """The config in its JSON form (absolute dataset paths), as recorded in ``sweep.json``;
+        ``audit`` only when the sweep audits its cells."""
+        payload = {
             "datasets": [{"name": d.name, "path": str(d.path), "members": d.members} for d in self.datasets],
             "defenses": list(self.defenses),
             "kappa": list(self.kappa),
@@ -146,6 +240,9 @@ class SweepConfig:
             "retries": self.retries,
             "game": {key: list(value) if isinstance(value, tuple) else value for key, value in self.game},
         }
+        if self.audit is not None:
+            payload["audit"] = self.audit.to_dict()
+        return payload
 
 
 def load_sweep_config(path: str | os.PathLike) -> SweepConfig:

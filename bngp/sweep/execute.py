@@ -1,4 +1,5 @@
-"""Running one cell: train the BNGP defender (BNGP cells), evaluate the defense, retry on failure.
+"""Running one cell: train the BNGP defender (BNGP cells), evaluate the defense, audit it (with an
+``audit`` table), retry on failure.
 
 :func:`run_cell` is the one task every backend runs, in the caller's process (``local``) or in
 a Ray worker; it always computes on the CPU with one torch/BLAS thread, so that a cell gives
@@ -23,11 +24,13 @@ from bngp.defenses.registry import DefenseContext, parse_defense_spec
 from bngp.defenses.trained import load_run_defense
 from bngp.evaluate import evaluate_defense
 from bngp.game import Game
+from bngp.mechanism_audit import audit_mechanism
 
 from .cells import Cell
+from .config import AuditSpec
 from .results import CellResult
 
-__all__ = ["run_cell", "single_threaded", "error_line"]
+__all__ = ["run_cell", "single_threaded", "error_line", "audit_cell_defense"]
 
 
 @contextmanager
@@ -92,7 +95,10 @@ def _compute(cell: Cell, population: Population) -> dict:
     evaluation = evaluate_defense(population, prior, defense, ",".join(cell.attacks), releases=cell.releases,
                                   seed=cell.seeds["evaluation"], n_members=members)
     strongest = evaluation.strongest_attack
+    audit = None if cell.audit is None else audit_cell_defense(cell.audit, population, defense, members,
+                                                                cell.seeds["audit"])
     return {
+        "audit": audit,
         "utility_loss": evaluation.utility_loss,
         "data_independent_utility_loss": evaluation.utility["data_independent_utility_loss"],
         "auc": {name: entry["auc"] for name, entry in evaluation.attacks.items()},
@@ -100,4 +106,33 @@ def _compute(cell: Cell, population: Population) -> dict:
         "strongest_auc": evaluation.attacks[strongest]["auc"],
         "training": training,
         "warnings": [*notes, *evaluation.notes],
+    }
+
+
+def audit_cell_defense(audit: AuditSpec, population: Population, defense, members: int, seed: int) -> dict:
+    """The ``audit`` record of a cell: the canary audit of ``defense`` (the object the cell
+    evaluated: a BNGP cell's trained defender, a DP cell's calibrated mechanism) by
+    :func:`bngp.mechanism_audit.audit_mechanism` under the defense's own neighbouring relation,
+    on the CPU, with the cell's ``audit`` seed; its lower bound on eps and how it was obtained."""
+    started = time.perf_counter()
+    result = audit_mechanism(population, defense, audit.attack, mode=audit.mode, canaries=audit.canaries,
+                             members=members, runs=audit.runs, confidence=audit.confidence, delta=audit.delta,
+                             seed=seed, progress=False, device="cpu")
+    roc = result.diagnostics.get("canary_roc") or {}
+    return {
+        "epsilon_lb": float(result.epsilon_lb),
+        "kind": "lower bound" if result.is_lower_bound else "measurement",
+        "method": result.method["name"],
+        "confidence": result.confidence,
+        "delta": float(result.delta),
+        "neighbouring": result.design["neighbouring"],
+        "mode": audit.mode,
+        "canaries": audit.canaries,
+        "runs": result.design["runs"],
+        "attack": audit.attack,
+        "claimed_epsilon": result.claimed_epsilon,
+        "bound_exceeds_claim": result.exceeds_claim,
+        "canary_auc": None if roc.get("auc") is None else float(roc["auc"]),
+        "seed": result.seed,
+        "seconds": time.perf_counter() - started,
     }

@@ -1,9 +1,11 @@
 """The privacy-utility frontier of a sweep as a PNG: utility loss against the strongest attack's
-AUC, one panel per dataset, one colour and marker per defense family."""
+AUC, one panel per dataset, one colour and marker per defense family; with an ``audit``, a
+second row of panels plots utility loss against each cell's audited eps lower bound."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +19,30 @@ __all__ = ["plot_frontier"]
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
+def _plot_families(axis, finished: list[CellResult], families: list[str], colours, value: Callable[[CellResult], float]
+                   ) -> None:
+    """Each finished cell as a point (utility loss, ``value``) and, per defense family, a line
+    through its mean over seeds at each kappa or eps."""
+    for index, family in enumerate(families):
+        points: dict[float, list[tuple[float, float]]] = defaultdict(list)
+        for result in finished:
+            if result.cell.defense == family:
+                points[result.cell.parameter].append((result.utility_loss, value(result)))
+        if not points:
+            continue
+        style = {"color": colours[index % len(colours)], "marker": _MARKERS[index % len(_MARKERS)]}
+        every = np.array([point for group in points.values() for point in group])
+        axis.scatter(every[:, 0], every[:, 1], alpha=0.45, s=22, **style)
+        means = np.array([np.mean(points[parameter], axis=0) for parameter in sorted(points)])
+        axis.plot(means[:, 0], means[:, 1], linewidth=1.2, markersize=6, label=family, **style)
+
+
 def plot_frontier(results: tuple[CellResult, ...], path: str | Path) -> Path:
     """Plot every successful cell as a point (utility loss, strongest-attack AUC), and per
     defense family a line through its mean over seeds at each kappa or eps; the grey star is
-    the data-independent release (its utility loss, AUC 0.5).  Written atomically."""
+    the data-independent release (its utility loss, AUC 0.5).  When cells carry an audit, a
+    second row (one panel per dataset) plots utility loss against the audited eps lower bound,
+    with the same colours, markers and mean lines.  Written atomically."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -29,21 +51,12 @@ def plot_frontier(results: tuple[CellResult, ...], path: str | Path) -> Path:
     datasets = list(dict.fromkeys(result.cell.dataset.name for result in results))
     families = list(dict.fromkeys(result.cell.defense for result in results))
     colours = plt.get_cmap("tab10").colors
-    figure, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4), dpi=120, squeeze=False)
+    audited = any(result.ok and result.audit is not None for result in results)
+    rows = 2 if audited else 1
+    figure, axes = plt.subplots(rows, len(datasets), figsize=(5.2 * len(datasets), 4.4 * rows), dpi=120, squeeze=False)
     for axis, dataset in zip(axes[0], datasets):
         finished = [r for r in results if r.cell.dataset.name == dataset and r.ok]
-        for index, family in enumerate(families):
-            points: dict[float, list[tuple[float, float]]] = defaultdict(list)
-            for result in finished:
-                if result.cell.defense == family:
-                    points[result.cell.parameter].append((result.utility_loss, result.strongest_auc))
-            if not points:
-                continue
-            style = {"color": colours[index % len(colours)], "marker": _MARKERS[index % len(_MARKERS)]}
-            every = np.array([point for group in points.values() for point in group])
-            axis.scatter(every[:, 0], every[:, 1], alpha=0.45, s=22, **style)
-            means = np.array([np.mean(points[parameter], axis=0) for parameter in sorted(points)])
-            axis.plot(means[:, 0], means[:, 1], linewidth=1.2, markersize=6, label=family, **style)
+        _plot_families(axis, finished, families, colours, lambda result: result.strongest_auc)
         if finished:
             baseline = float(np.mean([r.data_independent_utility_loss for r in finished]))
             axis.scatter([baseline], [0.5], marker="*", s=120, color="grey", label="data-independent release", zorder=3)
@@ -53,6 +66,18 @@ def plot_frontier(results: tuple[CellResult, ...], path: str | Path) -> Path:
         axis.set_title(f"{dataset}: {len(finished)} finished cells", fontsize=10)
         if finished:
             axis.legend(fontsize=8)
+    if audited:
+        for axis, dataset in zip(axes[1], datasets):
+            finished = [r for r in results if r.cell.dataset.name == dataset and r.ok and r.audit is not None]
+            _plot_families(axis, finished, families, colours, lambda result: result.audited_epsilon_lb)
+            axis.axhline(0.0, linestyle="--", color="grey", linewidth=0.8)
+            axis.set_xlabel("utility loss (mean |x - f(D)|)")
+            axis.set_ylabel("audited eps lower bound")
+            if finished:
+                audit = finished[0].audit
+                axis.set_title(f"{dataset}: {audit['mode']} audit, attack {audit['attack']}, "
+                               f"confidence {audit['confidence']:g}", fontsize=10)
+                axis.legend(fontsize=8)
     figure.tight_layout()
     with atomic_write(path) as handle:
         figure.savefig(handle, format="png")

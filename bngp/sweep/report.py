@@ -38,11 +38,22 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _audit_text(audit: dict[str, Any]) -> str:
+    runs = f", {audit['runs']} runs" if audit["mode"] == "many-run" else ""
+    delta = "each defense's claimed delta (0 without a claim)" if audit["delta"] is None else f"delta {audit['delta']:g}"
+    return (f"**audited eps lb**: a {audit['mode']} canary audit of each cell's defense ({audit['canaries']} canaries"
+            f"{runs}, attack `{audit['attack']}`, confidence {audit['confidence']:g}, {delta}, under the defense's own "
+            "neighbouring relation). It is a statistically valid lower bound on the eps of the release mechanism: "
+            f"with confidence {audit['confidence']:g}, any claimed eps below it is refuted.")
+
+
 def sweep_markdown(payload: dict[str, Any]) -> str:
     """``sweep.md``: the counts, one table per dataset (each attack's AUC, the strongest attack,
-    the utility loss), the failed cells with their errors, and the frontier plot."""
+    the utility loss and, with an ``audit``, the audited eps lower bound), the failed cells with
+    their errors, and the frontier plot."""
     records = payload["results"]
     attacks = list(dict.fromkeys(name for record in records for name in record["auc"]))
+    audit = payload["config"].get("audit")
     lines = [
         "# Sweep",
         "",
@@ -51,8 +62,11 @@ def sweep_markdown(payload: dict[str, Any]) -> str:
         "",
         f"![frontier]({payload['frontier_plot']})",
     ]
-    header = ["defense", "seed", "utility loss", "strongest attack", "AUC", *attacks, "seconds", "status"]
-    align = ["---", "---:", "---:", "---", "---:", *["---:"] * len(attacks), "---:", "---"]
+    if audit is not None:
+        lines += ["", _audit_text(audit)]
+    extra = ["audited eps lb"] if audit is not None else []
+    header = ["defense", "seed", "utility loss", "strongest attack", "AUC", *attacks, *extra, "seconds", "status"]
+    align = ["---", "---:", "---:", "---", "---:", *["---:"] * len(attacks), *["---:"] * len(extra), "---:", "---"]
     for dataset in dict.fromkeys(record["dataset"] for record in records):
         lines += ["", f"## {dataset}", "", _row(header), _row(align)]
         for record in records:
@@ -61,6 +75,7 @@ def sweep_markdown(payload: dict[str, Any]) -> str:
                     f"`{record['spec']}`", str(record["seed"]), _number(record["utility_loss"], 5),
                     record["strongest_attack"] or "-", _number(record["strongest_auc"], 4),
                     *(_number(record["auc"].get(name), 4) for name in attacks),
+                    *([_number((record.get("audit") or {}).get("epsilon_lb"), 3)] if audit is not None else []),
                     f"{record['seconds']:.1f}", record["status"],
                 ]))
     failed = [record for record in records if record["status"] != "ok"]

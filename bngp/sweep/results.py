@@ -38,6 +38,13 @@ class CellResult:
             in-game attacker's AUC and utility loss, the fresh attacker's AUC).
         warnings: the warnings of the training (collapse, missed budget, exploitable defender)
             and the evaluation's notes.
+        audit: for a cell of a sweep with an ``audit`` table, the mechanism audit of the cell's
+            defense (:func:`bngp.sweep.execute.audit_cell_defense`): ``epsilon_lb`` (a lower bound
+            on eps that holds with probability ``confidence``), ``kind``, ``method``,
+            ``confidence``, ``delta``, ``neighbouring``, ``mode``, ``canaries``, ``runs``,
+            ``attack``, ``claimed_epsilon``, ``bound_exceeds_claim``, ``canary_auc``, ``seed`` and
+            its wall ``seconds``; None otherwise (and for a failed cell).  Recorded, as ``audit``,
+            only in the records of audited cells.
     """
 
     cell: Cell
@@ -52,14 +59,24 @@ class CellResult:
     strongest_auc: float | None = None
     training: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    audit: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def audited_epsilon_lb(self) -> float | None:
+        """The audit's lower bound on eps, None without an audit result."""
+        return None if self.audit is None else self.audit["epsilon_lb"]
+
     def to_dict(self) -> dict[str, Any]:
-        """The cell's record: its parameters (:meth:`Cell.describe`) and outcome."""
-        return {**self.cell.describe(), **{name: getattr(self, name) for name in _OUTCOME}}
+        """The cell's record: its parameters (:meth:`Cell.describe`) and outcome (with ``audit``
+        only for an audited cell: a cell without one has the record it always had)."""
+        record = {**self.cell.describe(), **{name: getattr(self, name) for name in _OUTCOME}}
+        if self.cell.audit is not None:
+            record["audit"] = self.audit
+        return record
 
     @classmethod
     def from_dict(cls, cell: Cell, record: dict[str, Any]) -> "CellResult":
@@ -67,15 +84,21 @@ class CellResult:
         :class:`DataFormatError` when the record is not one of this cell."""
         if not isinstance(record, dict) or record.get("key") != cell.key or any(name not in record for name in _OUTCOME):
             raise DataFormatError(f"not a stored result of cell {cell.key}.")
-        return cls(cell, **{name: record[name] for name in _OUTCOME})
+        audit = None
+        if cell.audit is not None:
+            audit = record.get("audit")
+            if record["status"] == "ok" and not (isinstance(audit, dict) and "epsilon_lb" in audit):
+                raise DataFormatError(f"the stored result of cell {cell.key} has no audit.")
+        return cls(cell, **{name: record[name] for name in _OUTCOME}, audit=audit)
 
     def summary(self) -> str:
         """The outcome in a few words, for progress lines."""
         if not self.ok:
             return f"failed after {self.attempts} attempt(s): {self.error}"
         retried = f", after {self.attempts} attempts" if self.attempts > 1 else ""
+        audited = "" if self.audit is None else f", audited eps lb {self.audit['epsilon_lb']:.3g}"
         return (f"utility loss {self.utility_loss:.4g}, strongest {self.strongest_attack} AUC "
-                f"{self.strongest_auc:.3f} ({self.seconds:.1f} s{retried})")
+                f"{self.strongest_auc:.3f}{audited} ({self.seconds:.1f} s{retried})")
 
 
 @dataclass(frozen=True)

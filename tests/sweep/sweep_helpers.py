@@ -33,5 +33,12 @@ def write_config(directory, config: dict, name: str = "sweep.json"):
 
 
 def records_without_timing(payload: dict) -> list[dict]:
-    """The merged records of a sweep.json payload, less the wall seconds."""
-    return [{key: value for key, value in record.items() if key != "seconds"} for record in payload["results"]]
+    """The merged records of a sweep.json payload, less the wall seconds (the cell's, and its
+    audit's when it has one)."""
+    records = []
+    for record in payload["results"]:
+        record = {key: value for key, value in record.items() if key != "seconds"}
+        if isinstance(record.get("audit"), dict):
+            record["audit"] = {key: value for key, value in record["audit"].items() if key != "seconds"}
+        records.append(record)
+    return records
