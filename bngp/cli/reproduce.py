@@ -14,7 +14,8 @@ from bngp.cli.common import add_device_arg, add_threads_arg
 def _experiments_help() -> str:
     from bngp.reproduce import EXPERIMENTS
 
-    return "\n".join(f"  {name:<21} {spec.label}" for name, spec in EXPERIMENTS.items())
+    return "\n".join([*(f"  {name:<21} {spec.label}" for name, spec in EXPERIMENTS.items()),
+                      f"  {'frontier':<21} privacy-utility frontier with audited eps (genome and Adult; beyond the paper)"])
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -5,7 +5,9 @@ experiments of :data:`EXPERIMENTS` (:mod:`bngp.reproduce.catalog`) and write, pe
 ``OUT/NAME/SCALE_seedS/`` with ``report.md`` (our AUC +- std next to the paper's, each attack's
 knowledge and direction, the strongest attack per defense, where and why we differ),
 ``results.json`` (every number, wall time, peak memory), ``auc.png`` and ``roc-N.png``; trained
-defenders go to ``OUT/NAME/runs/SCALE_seedS/`` and are reused or resumed on a rerun.
+defenders go to ``OUT/NAME/runs/SCALE_seedS/`` and are reused or resumed on a rerun.  ``frontier``
+(:mod:`bngp.reproduce.frontier`) goes beyond the paper: the privacy-utility frontier of BNGP and
+three DP mechanisms on genomes and Adult, with audited eps lower bounds.
 
 Example:
     >>> from bngp.reproduce import EXPERIMENTS
@@ -22,12 +24,15 @@ from pathlib import Path
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError, UnknownNameError
 from bngp.reproduce.catalog import EXPERIMENTS
+from bngp.reproduce.frontier import FRONTIER, run_frontier
 from bngp.reproduce.experiment import Experiment, ExperimentSpec, Row
 from bngp.reproduce.report import ReproductionResult, write_index, write_report
 from bngp.reproduce.scales import BUDGETS, SCALES, Budget, Sizes, budget_for
 
 __all__ = [
     "EXPERIMENTS",
+    "NAMES",
+    "FRONTIER",
     "SCALES",
     "BUDGETS",
     "Budget",
@@ -40,19 +45,24 @@ __all__ = [
     "check_output_root",
     "reproduce",
     "run_experiment",
+    "run_frontier",
 ]
+
+#: every name ``bngp reproduce`` runs, in the order of ``all``: the paper's experiments, then the frontier.
+NAMES: tuple[str, ...] = (*EXPERIMENTS, "frontier")
 
 
 def parse_experiment_names(text: str | Sequence[str]) -> list[str]:
-    """Experiment names from ``NAME[,NAME...]`` (or a list); ``all`` = every experiment, in the paper's order."""
+    """Names from ``NAME[,NAME...]`` (or a list); ``all`` = :data:`NAMES` (the paper's experiments in its
+    order, then ``frontier``)."""
     parts = [part.strip() for part in (text.split(",") if isinstance(text, str) else text) if part.strip()]
     if not parts:
         raise UnknownNameError("name at least one experiment (or `all`).")
     names: list[str] = []
     for part in parts:
-        for name in EXPERIMENTS if part == "all" else [part]:
-            if name not in EXPERIMENTS:
-                raise UnknownNameError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}, all.")
+        for name in NAMES if part == "all" else [part]:
+            if name not in NAMES:
+                raise UnknownNameError(f"unknown experiment {name!r}; known: {', '.join(NAMES)}, all.")
             if name not in names:
                 names.append(name)
     return names
@@ -99,7 +109,8 @@ def reproduce(names: str | Sequence[str] = "all", *, scale: str = "quick", seed:
         raise InputError(f"`seed` must be >= 0, got {seed}.")
     device = resolve_device(device)
     out = check_output_root(out)
-    results = [run_experiment(name, scale=scale, seed=seed, out=out, budget=budget, device=device, progress=progress)
+    results = [run_frontier(scale=scale, seed=seed, out=out, budget=budget, progress=progress) if name == "frontier"
+               else run_experiment(name, scale=scale, seed=seed, out=out, budget=budget, device=device, progress=progress)
                for name in selected]
     write_index(out)
     return results

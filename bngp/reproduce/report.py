@@ -368,7 +368,7 @@ def write_index(out: Path) -> Path:
         compared = sum(row["paper"] is not None for row in rows)
         off = f"{len(payload['differing_cells'])} of {compared}" if compared else "-"
         report = (directory / "report.md").relative_to(out)
-        label = EXPERIMENTS[name].label if name in EXPERIMENTS else name
+        label = EXPERIMENTS[name].label if name in EXPERIMENTS else payload["title"].split(" (")[0]
         lines.append(f"| {label} (`{name}`) | {scale} | {seed} | {strongest} | {off} "
                      f"| {payload['wall_seconds']:.1f} | {payload['peak_rss_bytes'] / 2**30:.2f} | [{report}]({report}) |")
     return write_text(out / "index.md", "\n".join(lines) + "\n")

@@ -37,6 +37,19 @@ def _plot_families(axis, finished: list[CellResult], families: list[str], colour
         axis.plot(means[:, 0], means[:, 1], linewidth=1.2, markersize=6, label=family, **style)
 
 
+def _utility_axis(axis, finished: list[CellResult]) -> None:
+    """Label the utility-loss axis; log scale when the losses span more than a factor of 20 (a grid
+    of eps over decades), at most six ticks otherwise (so that the labels do not overlap)."""
+    from matplotlib.ticker import MaxNLocator
+
+    losses = [r.utility_loss for r in finished if r.utility_loss and r.utility_loss > 0]
+    if losses and max(losses) > 20 * min(losses):
+        axis.set_xscale("log")
+    else:
+        axis.xaxis.set_major_locator(MaxNLocator(6))
+    axis.set_xlabel("utility loss (mean |x - f(D)|)")
+
+
 def plot_frontier(results: tuple[CellResult, ...], path: str | Path) -> Path:
     """Plot every successful cell as a point (utility loss, strongest-attack AUC), and per
     defense family a line through its mean over seeds at each kappa or eps; the grey star is
@@ -61,7 +74,7 @@ def plot_frontier(results: tuple[CellResult, ...], path: str | Path) -> Path:
             baseline = float(np.mean([r.data_independent_utility_loss for r in finished]))
             axis.scatter([baseline], [0.5], marker="*", s=120, color="grey", label="data-independent release", zorder=3)
         axis.axhline(0.5, linestyle="--", color="grey", linewidth=0.8)
-        axis.set_xlabel("utility loss (mean |x - f(D)|)")
+        _utility_axis(axis, finished)
         axis.set_ylabel("strongest-attack AUC")
         axis.set_title(f"{dataset}: {len(finished)} finished cells", fontsize=10)
         if finished:
@@ -71,7 +84,7 @@ def plot_frontier(results: tuple[CellResult, ...], path: str | Path) -> Path:
             finished = [r for r in results if r.cell.dataset.name == dataset and r.ok and r.audit is not None]
             _plot_families(axis, finished, families, colours, lambda result: result.audited_epsilon_lb)
             axis.axhline(0.0, linestyle="--", color="grey", linewidth=0.8)
-            axis.set_xlabel("utility loss (mean |x - f(D)|)")
+            _utility_axis(axis, finished)
             axis.set_ylabel("audited eps lower bound")
             if finished:
                 audit = finished[0].audit

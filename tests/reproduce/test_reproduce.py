@@ -18,7 +18,8 @@ import pytest
 
 from bngp.cli import main
 from bngp.errors import InputError, UnknownNameError
-from bngp.reproduce import BUDGETS, EXPERIMENTS, Row, Sizes, budget_for, parse_experiment_names
+from bngp.attacks.registry import available_attacks
+from bngp.reproduce import BUDGETS, EXPERIMENTS, FRONTIER, NAMES, Row, Sizes, budget_for, parse_experiment_names
 from bngp.reproduce.catalog import FIXED_MECHANISMS, MU_PER_EPSILON, TABLE5
 from bngp.reproduce.report import DIFFERENCE_FLOOR, differing_rows
 from bngp.run_dir import verify_run
@@ -100,7 +101,35 @@ def test_index_lists_every_report(reproduced: Path) -> None:
     index = (reproduced / "index.md").read_text()
     for name, spec in EXPERIMENTS.items():
         assert f"| {spec.label} (`{name}`) | quick | {SEED} |" in index
+    for name in NAMES:
         assert f"[{name}/quick_seed{SEED}/report.md]" in index
+    assert index.count("report.md](") == len(NAMES)
+
+
+def test_the_frontier_attacks_every_defense_with_the_whole_registry_and_audits_it(reproduced: Path) -> None:
+    directory = reproduced / "frontier" / f"quick_seed{SEED}"
+    verify_run(directory)
+    assert (directory / "frontier.png").read_bytes().startswith(PNG_SIGNATURE)
+    payload = json.loads((directory / "results.json").read_text())
+    grid = FRONTIER["quick"]
+    cells = payload["sweep"]["results"]
+    assert payload["failed_cells"] == 0 and payload["peak_rss_bytes"] > 50 * 2**20
+    assert {cell["dataset"] for cell in cells} == {"genome", "adult"}
+    assert len(cells) == 2 * (len(grid.kappa) + 3 * len(grid.eps))  # BNGP + laplace, gaussian, linf per dataset
+    registry = set(available_attacks())
+    for cell in cells:
+        assert cell["status"] == "ok" and cell["seed"] == SEED
+        if cell["family"] == "bngp":
+            # a trained defender meets every attack but the one needing a closed-form noise law
+            assert set(cell["auc"]) == registry - {"optimal-lrt"}
+        else:
+            assert set(cell["auc"]) == registry
+        audit = cell["audit"]
+        assert audit["mode"] == grid.audit_mode and audit["canaries"] == grid.canaries and audit["epsilon_lb"] >= 0
+        if cell["family"] == "laplace":
+            assert audit["epsilon_lb"] <= cell["eps"]  # sound: never above the pure-DP eps it audits
+    markdown = (directory / "report.md").read_text()
+    assert "![frontier](frontier.png)" in markdown and "audited eps lb" in markdown
 
 
 def test_the_paper_numbers_are_those_of_app_l9(reproduced: Path) -> None:
@@ -249,7 +278,7 @@ def test_differing_rows_known_answers() -> None:
 
 
 def test_names_sizes_and_budgets_are_validated() -> None:
-    assert parse_experiment_names("all") == list(EXPERIMENTS)
+    assert parse_experiment_names("all") == [*EXPERIMENTS, "frontier"]
     assert parse_experiment_names("table5, table3,table5") == ["table5", "table3"]
     with pytest.raises(UnknownNameError):
         parse_experiment_names(" , ")
