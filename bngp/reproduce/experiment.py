@@ -212,6 +212,11 @@ class Experiment:
             and summary.get("steps") == config.steps
         )
 
+    @property
+    def reused_training_seconds(self) -> float:
+        """The own time of the trainings this run reused instead of running (0 when none was reused)."""
+        return sum(record["training_seconds"] for record in self.trainings.values() if record["reused"])
+
     def train(self, label: str, **overrides: Any) -> Path:
         """Train (or reuse / resume) the defender ``label`` with :meth:`game_config` (``overrides``)."""
         config = self.game_config(**overrides)
@@ -233,6 +238,8 @@ class Experiment:
             "config": _config_record(config),
             "reused": reused,
             "seconds": seconds,
+            # the training's own time (the sum of its phases), also when this run reused it
+            "training_seconds": float(sum(phase["seconds"] for phase in (summary.timings or {}).values())),
             "against": config.against,
             "final": summary.final,
             "selected": summary.selected,

@@ -55,6 +55,9 @@ def test_every_experiment_writes_a_complete_report(reproduced: Path, name: str) 
     parts += [training["seconds"] for training in payload["trainings"].values()]
     parts += [evaluation["seconds"] for evaluation in payload["evaluations"].values()]
     assert payload["wall_seconds"] >= sum(parts)  # the wall time covers its parts
+    for training in payload["trainings"].values():
+        assert not training["reused"] and 0 < training["training_seconds"] <= training["seconds"]
+    assert payload["wall_seconds_with_reused_trainings"] == payload["wall_seconds"]
     assert (directory / "auc.png").read_bytes().startswith(PNG_SIGNATURE)
     for index in range(1, len(payload["evaluations"]) + 1):
         assert (directory / f"roc-{index}.png").read_bytes().startswith(PNG_SIGNATURE)
@@ -208,6 +211,10 @@ def test_a_second_run_reuses_the_trained_defenders_and_gives_the_same_numbers(re
     assert printed["experiments"][0]["name"] == "table3"
     after = _payload(reproduced, "table3")
     assert all(training["reused"] for training in after["trainings"].values())
+    # the reused trainings' own time is kept, and counted in the experiment's cost
+    own = [training["training_seconds"] for training in after["trainings"].values()]
+    assert own == [training["training_seconds"] for training in before["trainings"].values()]
+    assert after["wall_seconds_with_reused_trainings"] == pytest.approx(after["wall_seconds"] + sum(own))
     assert [(row["setting"], row["attack"], row["auc"]) for row in after["rows"]] == \
         [(row["setting"], row["attack"], row["auc"]) for row in before["rows"]]
 
