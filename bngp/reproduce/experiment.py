@@ -11,7 +11,10 @@ sizes per scale, the paper's numbers, where we knowingly differ) at one scale an
    across sessions);
 3. evaluates defenses with :func:`bngp.evaluate.evaluate_defense` on the same evaluation
    memberships for every setting (paired comparisons), timing each attack, and adds one
-   :class:`Row` per attack.
+   :class:`Row` per attack.  Each finished evaluation is stored in
+   ``OUT/NAME/runs/SCALE_seedS/evaluations/`` under the hash of what it computes (defense and
+   the manifests of its run directories, attacks, budget, seed, population, device, version),
+   so a rerun after an interruption redoes only what was not finished.
 
 :mod:`bngp.reproduce.report` writes its report directory.  Orientation (:mod:`bngp.evaluate`):
 every AUC is that of the attack in the direction it fixed from its own shadow data; the paper
@@ -21,11 +24,14 @@ the raw-direction AUC.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +51,22 @@ from bngp.evaluate import EvaluationResult, evaluate_defense
 from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConfig, TrainingSummary
 from bngp.reproduce.datasets import DATASETS, make_population
 from bngp.reproduce.scales import SCALES, Budget, Sizes
-from bngp.run_dir import staging_dir, verify_run
+from bngp.io_utils import atomic_write, write_json
+from bngp.run_dir import MANIFEST_FILE, staging_dir, verify_run
 
 __all__ = ["PaperAUC", "ExperimentSpec", "Row", "Experiment", "typical_replacement_l2", "format_auc"]
 
 #: (mean, std) of an AUC as printed in arXiv:2410.07414, App. L.9.
 PaperAUC = tuple[float, float]
+#: the folder of ``runs/SCALE_seedS/`` holding finished evaluations (reused by a rerun).
+EVALUATIONS = "evaluations"
+
+
+def _package_version() -> str:
+    try:
+        return version("bngp")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def format_auc(value: PaperAUC | tuple[float, float] | None) -> str:
@@ -268,6 +284,54 @@ class Experiment:
         self._specs[id(defense)] = spec
         return defense
 
+    # -- stored evaluations -----------------------------------------------------------------
+    def _evaluation_key(self, setting: str, defense: Defense, attacks: Sequence[str], kappa: np.ndarray | None) -> str:
+        """SHA-256 (first 20 hex digits) of what an evaluation computes: setting, defense (with the
+        manifest of every run directory its SPEC names, so a retrained defender is evaluated anew),
+        attacks, budget, seed, population, kappa, device and the package version."""
+        spec = self._specs.get(id(defense)) or ""
+        runs = sorted(set(re.findall(r"run[:=]([^,]+)", spec)))
+        record = {
+            "setting": setting,
+            "defense": defense.describe(),
+            "runs": {run: hashlib.sha256((Path(run) / MANIFEST_FILE).read_bytes()).hexdigest() for run in runs},
+            "attacks": list(attacks),
+            "releases": self.budget.releases,
+            "attacker_steps": self.budget.attacker_eval_steps,
+            "seed": self.seed,
+            "members": self.sizes.members,
+            "population": population_fingerprint(self.population.genotypes),
+            "kappa": None if kappa is None else hashlib.sha256(np.ascontiguousarray(kappa, dtype=np.float64)).hexdigest(),
+            "device": str(self.device),
+            "bngp": _package_version(),
+        }
+        return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+    def _stored_evaluation(self, key: str) -> tuple[EvaluationResult, dict] | None:
+        """The evaluation stored under ``key`` by an earlier run of this experiment, or None."""
+        record, arrays = self.runs_dir / EVALUATIONS / f"{key}.json", self.runs_dir / EVALUATIONS / f"{key}.npz"
+        if not (record.is_file() and arrays.is_file()):
+            return None
+        payload = json.loads(record.read_text())
+        with np.load(arrays, allow_pickle=False) as data:
+            labels = data["labels"]
+            scores = {name: data[f"scores_{index}"] for index, name in enumerate(payload["attacks"])}
+        result = EvaluationResult(defense=payload["defense"], utility_loss=payload["utility_loss"], labels=labels,
+                                  scores=scores, attacks=payload["attacks"], seed=payload["seed"],
+                                  releases=payload["releases"], utility=payload["utility"], notes=tuple(payload["notes"]),
+                                  device=payload["device"])
+        payload["reused"] = True
+        return result, payload
+
+    def _store_evaluation(self, key: str, result: EvaluationResult, payload: dict) -> None:
+        """Store an evaluation (scores first, the JSON record last: a record means a complete pair)."""
+        folder = self.runs_dir / EVALUATIONS
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_write(folder / f"{key}.npz") as handle:
+            np.savez(handle, labels=result.labels,
+                     **{f"scores_{index}": result.scores[name] for index, name in enumerate(payload["attacks"])})
+        write_json(folder / f"{key}.json", payload)
+
     # -- attacks ----------------------------------------------------------------------------
     def attack(self, name: str) -> Attack:
         """A fresh instance of attack ``name``; the Bayesian attacker trains for this budget."""
@@ -297,16 +361,24 @@ class Experiment:
         """
         if setting in self.evaluations:
             raise InputError(f"setting {setting!r} is evaluated twice in experiment {self.spec.name!r}.")
-        self.log(f"{setting}: evaluating {', '.join(attacks)} on {self.budget.releases} releases")
-        # `linear` first: the Bayesian attacker then starts from its converged ridge fit (bngp.evaluate)
-        instances = {name: self.attack(name) for name in sorted(attacks, key=lambda name: name != "linear")}
-        start = time.perf_counter()
-        result = evaluate_defense(self.population, self.prior, defense, instances, releases=self.budget.releases,
-                                  seed=self.seed, n_members=self.sizes.members, kappa=kappa, progress=self.progress,
-                                  device=self.device)
-        payload = result.to_dict()
-        payload["seconds"] = time.perf_counter() - start
-        payload["defense_spec"] = self._specs.get(id(defense))  # None for a defense built in code
+        key = self._evaluation_key(setting, defense, attacks, kappa)
+        stored = self._stored_evaluation(key)
+        if stored is not None:
+            self.log(f"{setting}: reusing its finished evaluation ({key})")
+            result, payload = stored
+        else:
+            self.log(f"{setting}: evaluating {', '.join(attacks)} on {self.budget.releases} releases")
+            # `linear` first: the Bayesian attacker then starts from its converged ridge fit (bngp.evaluate)
+            instances = {name: self.attack(name) for name in sorted(attacks, key=lambda name: name != "linear")}
+            start = time.perf_counter()
+            result = evaluate_defense(self.population, self.prior, defense, instances, releases=self.budget.releases,
+                                      seed=self.seed, n_members=self.sizes.members, kappa=kappa, progress=self.progress,
+                                      device=self.device)
+            payload = result.to_dict()
+            payload["seconds"] = time.perf_counter() - start
+            payload["defense_spec"] = self._specs.get(id(defense))  # None for a defense built in code
+            self._store_evaluation(key, result, payload)
+            payload["reused"] = False
         for name in attacks:
             entry = payload["attacks"][name]
             row = Row(setting, name, entry["auc"], entry["auc_std"], paper.get(name), entry["raw_auc"],

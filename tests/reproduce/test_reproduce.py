@@ -211,6 +211,11 @@ def test_a_second_run_reuses_the_trained_defenders_and_gives_the_same_numbers(re
     assert printed["experiments"][0]["name"] == "table3"
     after = _payload(reproduced, "table3")
     assert all(training["reused"] for training in after["trainings"].values())
+    # finished evaluations are stored and reused, with their scores (the ROC plots are drawn again)
+    assert all(evaluation["reused"] for evaluation in after["evaluations"].values())
+    assert not any(evaluation["reused"] for evaluation in before["evaluations"].values())
+    assert after["evaluations"] == {setting: {**evaluation, "reused": True} for setting, evaluation in before["evaluations"].items()}
+    assert (reproduced / "table3" / f"quick_seed{SEED}" / "roc-3.png").read_bytes().startswith(PNG_SIGNATURE)
     # the reused trainings' own time is kept, and counted in the experiment's cost
     own = [training["training_seconds"] for training in after["trainings"].values()]
     assert own == [training["training_seconds"] for training in before["trainings"].values()]
