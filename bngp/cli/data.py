@@ -111,6 +111,7 @@ def _check_image_sizes(args: argparse.Namespace) -> dict:
     """The loader's keyword arguments, with every size checked against the data (for mnist,
     against the IDX headers: nothing is read in full yet)."""
     from bngp.data import images
+    from bngp.data.population import resolve_pool_sizes
 
     defaults = images.DIGITS_DEFAULTS if args.dataset == "digits" else images.MNIST_DEFAULTS
     train = defaults["train"] if args.train_size is None else args.train_size
@@ -131,8 +132,8 @@ def _check_image_sizes(args: argparse.Namespace) -> dict:
         raise InputError(f"`--train-size` + `--calibration-size` must leave at least 2 of the {available} digits "
                          f"for the pool, got {train} + {calibration}.")
     try:
-        images.resolve_sizes(args.individuals, args.reference, pool,
-                             (defaults["individuals"], defaults["reference"]), what)
+        resolve_pool_sizes(args.individuals, args.reference, pool, (defaults["individuals"], defaults["reference"]),
+                           f"pool images of {what}")
     except InputError as exc:
         raise InputError(str(exc).replace("`individuals`", "`--individuals`").replace("`reference`", "`--reference`")) \
             from None

@@ -55,10 +55,9 @@ from importlib import resources
 
 import numpy as np
 
-from bngp.data.population import Population
+from bngp.data.population import Population, resolve_pool_sizes
 from bngp.errors import DataFormatError, InputError
 from bngp.rng import SeedLike, resolve_rng
-from bngp.validation import check_positive_int
 
 __all__ = [
     "ADULT_SPLITS",
@@ -294,19 +293,9 @@ def load_adult(
     """
     split = _check_split(split)
     available = ADULT_ROWS[split]
-    if individuals is not None:
-        check_positive_int("individuals", individuals)
-    if reference is not None:
-        check_positive_int("reference", reference)
-    if individuals is None and reference is None:
-        reference = available // 2
-    if individuals is None:
-        individuals = available - reference
-    if reference is None:
-        reference = available - individuals
-    if individuals < 1 or reference < 1 or individuals + reference > available:
-        raise InputError(f"`individuals` + `reference` must be at most the {available} rows of Adult split "
-                         f"{split!r} (each at least 1), got {individuals} + {reference}.")
+    individuals, reference = resolve_pool_sizes(individuals, reference, available,
+                                                (available - available // 2, available // 2),
+                                                f"rows of Adult split {split!r}")
     rng, recorded_seed = resolve_rng(seed)
     ids, matrix, names = read_adult(split)
     drawn = rng.choice(available, size=individuals + reference, replace=False)

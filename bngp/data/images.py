@@ -78,7 +78,7 @@ from typing import Any
 
 import numpy as np
 
-from bngp.data.population import Population
+from bngp.data.population import Population, resolve_pool_sizes
 from bngp.errors import DataFormatError, InputError, MissingFileError
 from bngp.rng import SeedLike, resolve_rng
 from bngp.validation import check_positive_int
@@ -91,7 +91,6 @@ __all__ = [
     "MNIST_DEFAULTS",
     "ConfidenceEncoder",
     "ImageSplit",
-    "resolve_sizes",
     "read_idx",
     "read_idx_shape",
     "find_mnist_files",
@@ -514,27 +513,6 @@ def _resolve_split_sizes(train: int, calibration: int, available: int, what: str
     return train, calibration
 
 
-def resolve_sizes(
-    individuals: int | None, reference: int | None, pool: int, defaults: tuple[int, int], what: str
-) -> tuple[int, int]:
-    """(K, R) for a pool of ``pool`` images: both ``None`` -> ``defaults``; one ``None`` -> the rest
-    of the pool.  Raises :class:`InputError` on a non-positive size or K + R above the pool."""
-    if individuals is not None:
-        check_positive_int("individuals", individuals)
-    if reference is not None:
-        check_positive_int("reference", reference)
-    if individuals is None and reference is None:
-        individuals, reference = defaults
-    elif individuals is None:
-        individuals = pool - reference
-    elif reference is None:
-        reference = pool - individuals
-    if individuals < 1 or reference < 1 or individuals + reference > pool:
-        raise InputError(f"`individuals` + `reference` must be at most the {pool} pool images of {what} "
-                         f"(each at least 1), got {individuals} + {reference}.")
-    return individuals, reference
-
-
 def _pool_metadata(encoder: ConfidenceEncoder, pool_images: np.ndarray, pool_labels: np.ndarray) -> dict[str, Any]:
     return {
         "pool_accuracy": float(np.mean(encoder.predict(pool_images) == pool_labels)),
@@ -645,7 +623,7 @@ def split_mnist(
 
 def _population(split: ImageSplit, individuals: int | None, reference: int | None, rng: np.random.Generator,
                 defaults: tuple[int, int], what: str) -> Population:
-    k, r = resolve_sizes(individuals, reference, split.pool_size, defaults, what)
+    k, r = resolve_pool_sizes(individuals, reference, split.pool_size, defaults, f"pool images of {what}")
     drawn = rng.choice(split.pool_size, size=k + r, replace=False)
     member_rows, reference_rows = np.sort(drawn[:k]), np.sort(drawn[k:])
     metadata = dict(split.metadata)
@@ -699,7 +677,7 @@ def load_digits_population(
     defaults = (DIGITS_DEFAULTS["individuals"], DIGITS_DEFAULTS["reference"])
     _check_bins(bins)
     train, calibration = _resolve_split_sizes(train, calibration, DIGITS_IMAGES, "sklearn's digits")
-    resolve_sizes(individuals, reference, DIGITS_IMAGES - train - calibration, defaults, "the digits")
+    resolve_pool_sizes(individuals, reference, DIGITS_IMAGES - train - calibration, defaults, "pool images of the digits")
     rng, recorded = resolve_rng(seed)
     split = _split_digits(rng, recorded, bins, train, calibration)
     return _population(split, individuals, reference, rng, defaults, "the digits")
@@ -746,7 +724,7 @@ def load_mnist_population(
     files = find_mnist_files(directory)  # headers only: sizes are checked before the files are read
     _resolve_split_sizes(train_size, calibration_size, read_idx_shape(files["train-images"])[0],
                          f"the MNIST training file ({files['train-images'].name})")
-    resolve_sizes(individuals, reference, read_idx_shape(files["test-images"])[0], defaults, "MNIST t10k")
+    resolve_pool_sizes(individuals, reference, read_idx_shape(files["test-images"])[0], defaults, "pool images of MNIST t10k")
     rng, recorded = resolve_rng(seed)
     split = _split_mnist(directory, rng, recorded, bins, train_size, calibration_size)
     return _population(split, individuals, reference, rng, defaults, "MNIST t10k")

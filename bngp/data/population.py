@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from bngp.errors import DataFormatError
-from bngp.validation import check_binary_matrix
+from bngp.errors import DataFormatError, InputError
+from bngp.validation import check_binary_matrix, check_positive_int
 
-__all__ = ["Population", "REFERENCE_FREQUENCY_FLOOR"]
+__all__ = ["Population", "REFERENCE_FREQUENCY_FLOOR", "resolve_pool_sizes"]
 
 #: Reference frequencies are kept inside [floor, 1 - floor] so log-likelihood statistics stay finite.
 REFERENCE_FREQUENCY_FLOOR = 1e-3
@@ -99,3 +99,25 @@ class Population:
         if missing:
             raise DataFormatError(f"unknown individual id {missing[0]!r} (not in the population).")
         return np.array([lookup[name] for name in ids], dtype=np.int64)
+
+
+def resolve_pool_sizes(
+    individuals: int | None, reference: int | None, pool: int, defaults: tuple[int, int], what: str
+) -> tuple[int, int]:
+    """(K, R) drawn from a pool of ``pool`` people (rows, images): both ``None`` -> ``defaults``; one
+    ``None`` -> the rest of the pool.  Raises :class:`InputError` on a non-positive size or K + R
+    above the pool; ``what`` names the pool in the message (e.g. "rows of Adult split 'all'")."""
+    if individuals is not None:
+        check_positive_int("individuals", individuals)
+    if reference is not None:
+        check_positive_int("reference", reference)
+    if individuals is None and reference is None:
+        individuals, reference = defaults
+    elif individuals is None:
+        individuals = pool - reference
+    elif reference is None:
+        reference = pool - individuals
+    if individuals < 1 or reference < 1 or individuals + reference > pool:
+        raise InputError(f"`individuals` + `reference` must be at most the {pool} {what} (each at least 1), "
+                         f"got {individuals} + {reference}.")
+    return individuals, reference

@@ -32,6 +32,14 @@ def write_config(directory, config: dict, name: str = "sweep.json"):
     return path
 
 
+def bad_config(directory, population, changes):
+    """A config file in ``directory`` over a copy of ``population`` (the path relative to the
+    config's folder) with ``changes`` applied; a change to None drops the key."""
+    (directory / "pop.npz").write_bytes(population.read_bytes())
+    config = small_config("pop.npz", **changes)
+    return write_config(directory, {key: value for key, value in config.items() if value is not None})
+
+
 def records_without_timing(payload: dict) -> list[dict]:
     """The merged records of a sweep.json payload, less the wall seconds (the cell's, and its
     audit's when it has one)."""

@@ -19,7 +19,7 @@ from bngp.data.npz import save_population
 from bngp.errors import InputError
 from bngp.rng import named_seeds
 from bngp.sweep import run_sweep
-from sweep_helpers import records_without_timing, small_config, write_config
+from sweep_helpers import bad_config, records_without_timing
 
 AUDIT = {"mode": "many-run", "canaries": 30, "runs": 50}
 AUDIT_FIELDS = {"epsilon_lb", "kind", "method", "confidence", "delta", "neighbouring", "mode", "canaries", "runs",
@@ -85,15 +85,10 @@ BAD_AUDITS = [
 ]
 
 
-def _bad_config(directory, population, changes):
-    (directory / "pop.npz").write_bytes(population.read_bytes())
-    config = small_config("pop.npz", **changes)
-    return write_config(directory, {key: value for key, value in config.items() if value is not None})
-
 
 @pytest.mark.parametrize("changes, fragment", BAD_AUDITS, ids=[fragment for _, fragment in BAD_AUDITS])
 def test_bad_audit_table_is_an_input_error_before_any_work(changes, fragment, sweep_population, tmp_path):
-    path = _bad_config(tmp_path, sweep_population, changes)
+    path = bad_config(tmp_path, sweep_population, changes)
     with pytest.raises(InputError) as caught:
         run_sweep(path, tmp_path / "out", progress=False)
     message = str(caught.value)
@@ -104,7 +99,7 @@ def test_bad_audit_table_is_an_input_error_before_any_work(changes, fragment, sw
 @pytest.mark.parametrize("changes, fragment", BAD_AUDITS[:3] + BAD_AUDITS[-2:-1],
                          ids=[fragment for _, fragment in BAD_AUDITS[:3] + BAD_AUDITS[-2:-1]])
 def test_cli_bad_audit_table_is_one_line_and_exit_2(changes, fragment, sweep_population, tmp_path, capsys):
-    path = _bad_config(tmp_path, sweep_population, changes)
+    path = bad_config(tmp_path, sweep_population, changes)
     code = main(["sweep", str(path), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]

@@ -10,7 +10,7 @@ import pytest
 from bngp.cli import main
 from bngp.errors import InputError
 from bngp.sweep import load_sweep_config, run_sweep
-from sweep_helpers import small_config, write_config
+from sweep_helpers import bad_config, small_config
 
 #: (changes to the small config, a fragment of the error); None removes the key.
 BAD_CONFIGS = [
@@ -39,15 +39,10 @@ BAD_CONFIGS = [
 ]
 
 
-def _bad_config(directory, population, changes):
-    (directory / "pop.npz").write_bytes(population.read_bytes())
-    config = small_config("pop.npz", **changes)  # relative: read against the config's folder
-    return write_config(directory, {key: value for key, value in config.items() if value is not None})
-
 
 @pytest.mark.parametrize("changes, fragment", BAD_CONFIGS, ids=[fragment for _, fragment in BAD_CONFIGS])
 def test_bad_config_is_an_input_error_before_any_work(changes, fragment, sweep_population, tmp_path):
-    path = _bad_config(tmp_path, sweep_population, changes)
+    path = bad_config(tmp_path, sweep_population, changes)
     with pytest.raises(InputError) as caught:
         run_sweep(path, tmp_path / "out", progress=False)
     message = str(caught.value)
@@ -57,7 +52,7 @@ def test_bad_config_is_an_input_error_before_any_work(changes, fragment, sweep_p
 
 @pytest.mark.parametrize("changes, fragment", BAD_CONFIGS[::4], ids=[fragment for _, fragment in BAD_CONFIGS[::4]])
 def test_cli_bad_config_is_one_line_and_exit_2(changes, fragment, sweep_population, tmp_path, capsys):
-    path = _bad_config(tmp_path, sweep_population, changes)
+    path = bad_config(tmp_path, sweep_population, changes)
     code = main(["sweep", str(path), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
