@@ -11,6 +11,9 @@ strongest AUC >= outside AUC - 2 SE (SE combining both AUCs' standard errors ove
 
     python experiments/outside_check.py experiments/results/reproduce/fig3d-dp600/paper_seed0 --shadow 4000
 
+A ``bngp reproduce frontier`` report is checked cell by cell (its DP cells; the sweep does not keep
+the BNGP cells' trained defenders).
+
 Writes ``DIR.outside.json`` and ``DIR.outside.md`` next to the report directory (not inside it:
 a report directory is complete and listed in its manifest).
 """
@@ -33,6 +36,7 @@ from bngp.defenses.artifact import population_fingerprint
 from bngp.io_utils import write_json, write_text
 from bngp.reproduce import EXPERIMENTS
 from bngp.reproduce.datasets import make_population
+from bngp.reproduce.scales import Sizes
 
 
 def check(directory: Path, overrides: dict[int, str], *, shadow: int, validation: int, test: int) -> dict:
@@ -70,6 +74,37 @@ def check(directory: Path, overrides: dict[int, str], *, shadow: int, validation
             "seed": payload["seed"], "shadow": shadow, "validation": validation, "test": test, "settings": settings}
 
 
+def check_frontier(directory: Path, *, shadow: int, validation: int, test: int) -> dict:
+    """The outside ridge against every DP cell of a ``bngp reproduce frontier`` report (the BNGP
+    cells' trained defenders are not kept by the sweep).  A cell stores only its mean AUC, so the
+    margin is two standard errors of the outside ridge's own test AUC."""
+    payload = json.loads((directory / "results.json").read_text())
+    populations = {name: make_population(name, Sizes(**sizes), payload["seed"]) for name, sizes in payload["sizes"].items()}
+    settings = []
+    for cell in payload["sweep"]["results"]:
+        setting = f"{cell['dataset']} {cell['spec']}"
+        strongest = {"name": cell["strongest_attack"], "auc": cell["strongest_auc"]}
+        entry = {"setting": setting, "defense_spec": cell["spec"], "strongest": strongest}
+        if cell["family"] == "bngp":
+            entry["skipped"] = "the sweep does not keep trained defenders"
+            settings.append(entry)
+            continue
+        population = populations[cell["dataset"]]
+        members = cell["members"]
+        started = time.perf_counter()
+        outside = attack_defense(population, UniformSubsetPrior(population.n_individuals, members),
+                                 parse_defense_spec(cell["spec"], DefenseContext(population, members)), shadow=shadow,
+                                 validation=validation, test=test, seed=payload["seed"])
+        standard_error = outside["test_auc_std"] / math.sqrt(test)
+        entry.update(outside=outside, seconds=time.perf_counter() - started, standard_error=standard_error,
+                     holds=strongest["auc"] >= outside["auc"] - 2 * standard_error)
+        print(f"[outside] {setting}: outside ridge {outside['auc']:.4f} vs strongest {strongest['name']} "
+              f"{strongest['auc']:.4f}: {'holds' if entry['holds'] else 'FAILS'}", flush=True)
+        settings.append(entry)
+    return {"report": str(directory), "experiment": "frontier", "scale": payload["scale"], "seed": payload["seed"],
+            "shadow": shadow, "validation": validation, "test": test, "settings": settings}
+
+
 def markdown(result: dict) -> str:
     lines = [f"# Outside check of `{result['experiment']}` ({result['scale']}, seed {result['seed']})", "",
              f"Ridge from release to membership written from scratch (`experiments/outside_ridge.py`), "
@@ -101,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     set_threads(args.threads)
     overrides = {int(number): spec for number, spec in (item.split("=", 1) for item in args.defense)}
-    result = check(args.report, overrides, shadow=args.shadow, validation=args.validation, test=args.test)
+    if json.loads((args.report / "results.json").read_text())["experiment"] == "frontier":
+        result = check_frontier(args.report, shadow=args.shadow, validation=args.validation, test=args.test)
+    else:
+        result = check(args.report, overrides, shadow=args.shadow, validation=args.validation, test=args.test)
     base = args.report.with_name(args.report.name)
     write_json(base.parent / f"{base.name}.outside.json", result)
     write_text(base.parent / f"{base.name}.outside.md", markdown(result))
