@@ -4,7 +4,8 @@ Each component imports only from its own modules and from components on lower li
 
     experiments
     bngp.cli
-    bngp.demo, bngp.sweep, bngp.reproduce
+    bngp.reproduce                                       the paper's experiments (the frontier runs a sweep)
+    bngp.demo, bngp.sweep
     bngp.game, bngp.evaluate, bngp.mechanism_audit      the only places where attacks meet defenses
     bngp.attacks | bngp.defenses                         siblings: never import each other
     bngp.audit, bngp.release, bngp.ridge, bngp.report
@@ -33,9 +34,10 @@ LAYERS = {
     "bngp.audit": 3, "bngp.release": 3, "bngp.ridge": 3, "bngp.report": 3,
     "bngp.attacks": 4, "bngp.defenses": 4,
     "bngp.game": 5, "bngp.evaluate": 5, "bngp.mechanism_audit": 5,
-    "bngp.demo": 6, "bngp.sweep": 6, "bngp.reproduce": 6,
-    "bngp.cli": 7,
-    "experiments": 8,
+    "bngp.demo": 6, "bngp.sweep": 6,
+    "bngp.reproduce": 7,
+    "bngp.cli": 8,
+    "experiments": 9,
 }
 
 
