@@ -14,7 +14,11 @@ from bngp.cli.common import add_device_arg, add_threads_arg
 def _experiments_help() -> str:
     from bngp.reproduce import EXPERIMENTS
 
-    return "\n".join([*(f"  {name:<21} {spec.label}" for name, spec in EXPERIMENTS.items()),
+    def line(name: str, spec) -> str:
+        text = f"{spec.label}: {spec.title.split(': ', 1)[-1]}"
+        return f"  {name:<21} {text if len(text) <= 90 else text[:87] + '...'}"
+
+    return "\n".join([*(line(name, spec) for name, spec in EXPERIMENTS.items()),
                       f"  {'frontier':<21} privacy-utility frontier with audited eps (genome and Adult; beyond the paper)"])
 
 
@@ -26,8 +30,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Train and attack what an experiment of the BNGP paper trained and attacked, and write\n"
                     "OUT/NAME/SCALE_seedS/ (report.md: our AUC +- std next to the paper's, each attack's knowledge\n"
                     "and direction, the strongest attack per defense, where and why we differ; results.json with\n"
-                    "wall time and peak memory; auc.png and ROC plots) and OUT/index.md. Trained defenders go to\n"
-                    "OUT/NAME/runs/ and are reused, or resumed from their checkpoint, when the command is run again.\n\n"
+                    "wall time and peak memory; auc.png and ROC plots) and OUT/index.md. Trained defenders and\n"
+                    "finished evaluations go to OUT/NAME/runs/ and are reused (an interrupted training resumed from\n"
+                    "its checkpoint) when the command is run again.\n\n"
                     "experiments:\n" + _experiments_help(),
     )
     parser.add_argument("names", metavar="NAME", help="an experiment, a comma-separated list, or `all`")
