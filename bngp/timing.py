@@ -1,4 +1,6 @@
-"""Wall time per named phase of a long computation (the trainer's phases, benchmarks).
+"""Wall time per named phase of a long computation (the trainer's phases, benchmarks), and the
+references a timing is read against: the machine's matmul throughput measured in the same run
+(:func:`matmul_flops`) and the process's peak memory (:func:`peak_rss_bytes`).
 
 A :class:`PhaseTimer` accumulates ``time.perf_counter`` intervals by name; phases must not
 nest (each interval is counted once), so the totals add up to the time covered.
@@ -6,11 +8,17 @@ nest (each interval is counted once), so the totals add up to the time covered.
 
 from __future__ import annotations
 
+import resource
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-__all__ = ["PhaseTimer"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["PhaseTimer", "matmul_flops", "peak_rss_bytes"]
 
 
 class PhaseTimer:
@@ -32,3 +40,30 @@ class PhaseTimer:
     def to_dict(self) -> dict[str, dict[str, float | int]]:
         """{phase: {"seconds": s, "calls": n}} (JSON-ready)."""
         return {name: {"seconds": self.seconds[name], "calls": self.calls[name]} for name in self.seconds}
+
+
+def matmul_flops(size: int = 2048, repeats: int = 8, dtype: "torch.dtype | None" = None) -> float:
+    """Matmul throughput (FLOP/s) of this machine, measured now with torch's threads: the best of
+    three timings of ``repeats`` products of two ``size`` x ``size`` matrices (2 size^3 FLOP each)
+    in ``dtype`` (default float32), after two warm-up products."""
+    import torch
+
+    dtype = torch.float32 if dtype is None else dtype
+    a = torch.randn(size, size, dtype=dtype)
+    b = torch.randn(size, size, dtype=dtype)
+    for _ in range(2):
+        a @ b
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * size**3 * repeats / best
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (``getrusage``: KiB on Linux, bytes on macOS).
+    A high-water mark: it includes everything the process ran before."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)

@@ -27,7 +27,8 @@ from bngp.data.npz import save_population
 from bngp.io_utils import write_json, write_text
 from bngp.reproduce.catalog import ADULT, GENOME
 from bngp.reproduce.datasets import make_population
-from bngp.reproduce.report import ReproductionResult, environment, peak_rss_bytes
+from bngp.reproduce.report import REFERENCE_MATMUL, ReproductionResult, environment
+from bngp.timing import matmul_flops, peak_rss_bytes
 from bngp.reproduce.scales import Budget, Sizes
 from bngp.run_dir import commit_run, staging_dir
 
@@ -73,7 +74,8 @@ FRONTIER: dict[str, FrontierGrid] = {
 DATASET_SIZES: dict[str, dict[str, Sizes]] = {"genome": GENOME, "adult": ADULT}
 
 
-def _markdown(scale: str, seed: int, grid: FrontierGrid, budget: Budget, wall: float, peak: int, sweep_md: str) -> str:
+def _markdown(scale: str, seed: int, grid: FrontierGrid, budget: Budget, wall: float, peak: int, matmul: float,
+              sweep_md: str) -> str:
     sizes = "; ".join(f"{name} {table[scale].describe()}" for name, table in DATASET_SIZES.items())
     lines = [
         f"# {TITLE}",
@@ -83,7 +85,8 @@ def _markdown(scale: str, seed: int, grid: FrontierGrid, budget: Budget, wall: f
         f"`bngp reproduce frontier --scale {scale} --seed {seed}`: {sizes}; kappa {list(grid.kappa)}, eps {list(grid.eps)}; "
         f"{budget.steps} defender steps, {budget.releases} evaluation releases, {grid.audit_mode} audits with {grid.canaries} "
         f"canaries{f', {grid.audit_runs} runs' if grid.audit_runs else ''} (attack `score`, confidence 0.95). "
-        f"Wall time {wall:.1f} s, peak memory {peak / 2**30:.2f} GiB.",
+        f"Wall time {wall:.1f} s at a float32 matmul throughput of {matmul / 1e9:.1f} GFLOP/s measured in the same "
+        f"run, peak memory {peak / 2**30:.2f} GiB.",
         "",
     ]
     if scale == "quick":
@@ -120,6 +123,7 @@ def run_frontier(*, scale: str, seed: int, out: Path, budget: Budget, progress: 
     result = run_sweep(config, root / "sweep" / stem, progress=progress)
     wall = time.perf_counter() - started
     peak = peak_rss_bytes()
+    matmul = matmul_flops(*REFERENCE_MATMUL)
     target = root / stem
     staging = staging_dir(target)
     if staging.exists():
@@ -130,12 +134,14 @@ def run_frontier(*, scale: str, seed: int, out: Path, budget: Budget, progress: 
     write_json(staging / "results.json", {
         "experiment": "frontier", "title": TITLE, "scale": scale, "seed": seed,
         "sizes": {name: asdict(table[scale]) for name, table in DATASET_SIZES.items()},
-        "budget": asdict(budget), "grid": asdict(grid), "wall_seconds": wall, "peak_rss_bytes": peak,
+        "budget": asdict(budget), "grid": asdict(grid), "wall_seconds": wall, "matmul_flops_float32": matmul,
+        "peak_rss_bytes": peak,
         "peak_rss_note": "process high-water mark (getrusage) at the end of this experiment",
         "rows": [], "differing_cells": [], "failed_cells": len(result.failed), "sweep": sweep,
         "environment": environment(),
     })
-    write_text(staging / "report.md", _markdown(scale, seed, grid, budget, wall, peak, result.markdown_path.read_text()))
+    write_text(staging / "report.md", _markdown(scale, seed, grid, budget, wall, peak, matmul,
+                                                       result.markdown_path.read_text()))
     commit_run(staging, target, {"experiment": "frontier", "scale": scale, "seed": seed})
     if progress:
         print(f"[frontier] wrote {target} ({wall:.1f} s, peak memory {peak / 2**30:.2f} GiB)", flush=True)

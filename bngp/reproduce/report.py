@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import platform
-import resource
 import shutil
 import sys
 import time
@@ -35,12 +34,15 @@ from bngp.io_utils import write_json, write_text
 from bngp.report import save_png, plot_roc
 from bngp.reproduce.experiment import Experiment, Row, format_auc
 from bngp.run_dir import MANIFEST_FILE, commit_run, staging_dir
+from bngp.timing import matmul_flops, peak_rss_bytes
 
 __all__ = ["ReproductionResult", "write_report", "write_index", "environment", "peak_rss_bytes", "differing_rows",
            "collapsed_defenders"]
 
 #: packages whose versions every result records.
 _PACKAGES = ("bngp", "torch", "numpy", "scipy", "scikit-learn", "msprime", "stdpopsim", "tskit", "matplotlib")
+#: (size, repeats) of the float32 matmul measured with every report (bngp.timing.matmul_flops; about 0.5 s).
+REFERENCE_MATMUL = (1024, 4)
 #: a row "differs" from the paper when |ours - paper| exceeds both this and two combined stds.
 DIFFERENCE_FLOOR = 0.02
 
@@ -66,15 +68,6 @@ class ReproductionResult:
     wall_seconds: float
     peak_rss_bytes: int
     rows: tuple[Row, ...]
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far (``getrusage``; KiB on Linux, bytes on macOS).
-
-    It is a high-water mark: within ``bngp reproduce all`` each experiment's value includes the
-    experiments run before it in the same process."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
 def environment() -> dict[str, Any]:
@@ -177,7 +170,7 @@ def _reused_text(experiment: Experiment, wall: float) -> str:
     return "" if reused == 0 else f" ({wall + reused:.1f} s with the {reused:.1f} s of the trainings it reused)"
 
 
-def markdown(experiment: Experiment, wall: float, peak: int) -> str:
+def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> str:
     """The Markdown report: our numbers next to the paper's, knowledge, direction, differences."""
     spec, budget = experiment.spec, experiment.budget
     lines = [
@@ -188,7 +181,8 @@ def markdown(experiment: Experiment, wall: float, peak: int) -> str:
         f"`bngp reproduce {spec.name} --scale {experiment.scale} --seed {experiment.seed}`: {spec.dataset} "
         f"({experiment.sizes.describe()}); {budget.steps} defender steps, Bayesian attacker "
         f"{budget.attacker_eval_steps} steps, {budget.releases} evaluation releases. Wall time {wall:.1f} s"
-        f"{_reused_text(experiment, wall)}, peak memory {peak / 2**30:.2f} GiB.",
+        f"{_reused_text(experiment, wall)} at a float32 matmul throughput of {matmul / 1e9:.1f} GFLOP/s measured "
+        f"in the same run, peak memory {peak / 2**30:.2f} GiB.",
         "",
     ]
     if experiment.scale == "quick":
@@ -301,6 +295,7 @@ def write_report(experiment: Experiment) -> ReproductionResult:
     """Write ``experiment``'s report directory in one step; returns what it produced."""
     wall = time.perf_counter() - experiment.started
     peak = peak_rss_bytes()
+    matmul = matmul_flops(*REFERENCE_MATMUL)
     target = experiment.result_dir
     staging = staging_dir(target)
     if staging.exists():
@@ -316,6 +311,7 @@ def write_report(experiment: Experiment) -> ReproductionResult:
         "seed": experiment.seed,
         "wall_seconds": wall,
         "wall_seconds_with_reused_trainings": wall + experiment.reused_training_seconds,
+        "matmul_flops_float32": matmul,
         "peak_rss_bytes": peak,
         "peak_rss_note": "process high-water mark (getrusage) at the end of this experiment",
         "population": {
@@ -336,7 +332,7 @@ def write_report(experiment: Experiment) -> ReproductionResult:
         "environment": environment(),
     }
     write_json(staging / "results.json", payload)
-    write_text(staging / "report.md", markdown(experiment, wall, peak))
+    write_text(staging / "report.md", markdown(experiment, wall, peak, matmul))
     if experiment.rows:
         plot_aucs(experiment, staging / "auc.png")
     for index, (setting, result) in enumerate(experiment.results.items(), start=1):
@@ -347,6 +343,11 @@ def write_report(experiment: Experiment) -> ReproductionResult:
     experiment.log(f"wrote {target} ({wall:.1f} s, peak memory {peak / 2**30:.2f} GiB)")
     return ReproductionResult(experiment.spec.name, experiment.scale, experiment.seed, target, wall, peak,
                               tuple(experiment.rows))
+
+
+def _gflops(payload: dict) -> str:
+    matmul = payload.get("matmul_flops_float32")
+    return "not measured" if matmul is None else f"{matmul / 1e9:.1f}"
 
 
 def write_index(out: Path) -> Path:
@@ -366,8 +367,8 @@ def write_index(out: Path) -> Path:
              "Written by `bngp reproduce`; each line links its report. \"Cells off\" counts the cells with a paper number "
              "that differ from it by more than max(0.02, two combined stds).", "",
              "| experiment | scale | seed | strongest attack (AUC) | cells off the paper | wall time (s, reused trainings included) "
-             "| peak memory (GiB) | report |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| matmul float32, same run (GFLOP/s) | peak memory (GiB) | report |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for _, name, scale, seed, directory, payload in sorted(found, key=lambda item: item[:4]):
         rows = payload["rows"]
         best = max(rows, key=lambda row: row["auc"], default=None)
@@ -378,5 +379,6 @@ def write_index(out: Path) -> Path:
         label = EXPERIMENTS[name].label if name in EXPERIMENTS else payload["title"].split(" (")[0]
         lines.append(f"| {label} (`{name}`) | {scale} | {seed} | {strongest} | {off} "
                      f"| {payload.get('wall_seconds_with_reused_trainings', payload['wall_seconds']):.1f} "
+                     f"| {_gflops(payload)} "
                      f"| {payload['peak_rss_bytes'] / 2**30:.2f} | [{report}]({report}) |")
     return write_text(out / "index.md", "\n".join(lines) + "\n")

@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import resource
-import time
-
 import torch
+
+from bngp.timing import matmul_flops, peak_rss_bytes
 
 __all__ = ["matmul_peak_flops", "peak_memory_gib", "linear_flops"]
 
 
 def matmul_peak_flops(size: int = 2048, repeats: int = 8, dtype: torch.dtype = torch.float32) -> float:
-    """Matmul throughput (FLOP/s) of this machine in ``dtype``, measured now with torch's threads."""
-    a = torch.randn(size, size, dtype=dtype)
-    b = torch.randn(size, size, dtype=dtype)
-    for _ in range(2):
-        a @ b
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2.0 * size**3 * repeats / best
+    """Matmul throughput (FLOP/s) of this machine in ``dtype`` (:func:`bngp.timing.matmul_flops`)."""
+    return matmul_flops(size, repeats, dtype)
 
 
 def peak_memory_gib() -> float:
-    """Peak resident memory of this process so far (GiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    """Peak resident memory of this process so far (GiB; :func:`bngp.timing.peak_rss_bytes`)."""
+    return peak_rss_bytes() / 2**30
 
 
 def linear_flops(module: torch.nn.Module, batch: int) -> float:

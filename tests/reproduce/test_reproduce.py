@@ -51,6 +51,7 @@ def test_every_experiment_writes_a_complete_report(reproduced: Path, name: str) 
     assert payload["sizes"]["individuals"] == EXPERIMENTS[name].sizes["quick"].individuals
     assert payload["population"]["prior"]
     assert payload["peak_rss_bytes"] > 50 * 2**20  # a process that imported torch holds more than 50 MiB
+    assert payload["matmul_flops_float32"] > 1e8  # the timing's reference, measured in the same run
     parts = [payload["population"]["seconds"]]
     parts += [training["seconds"] for training in payload["trainings"].values()]
     parts += [evaluation["seconds"] for evaluation in payload["evaluations"].values()]
@@ -82,6 +83,7 @@ def test_every_experiment_writes_a_complete_report(reproduced: Path, name: str) 
         assert f"- {setting} [" in markdown and f"strongest **{strongest['name']}**" in markdown
         assert strongest["auc"] == max(entry["auc"] for entry in evaluation["attacks"].values())
     assert "Quick scale: a pipeline check" in markdown
+    assert f"{payload['matmul_flops_float32'] / 1e9:.1f} GFLOP/s measured in the same run" in markdown
     for setting, evaluation in payload["evaluations"].items():
         # the utility of every setting next to f(theta), and a defender that releases f(theta) while the
         # paper reports leakage is named as the reason its AUCs are at chance
