@@ -40,6 +40,17 @@ def bad_config(directory, population, changes):
     return write_config(directory, {key: value for key, value in config.items() if value is not None})
 
 
+def assert_cli_refuses(path, out, capsys, fragment: str) -> None:
+    """``bngp sweep PATH --out OUT`` exits 2 with one stderr line naming ``fragment``, and writes nothing."""
+    from bngp.cli import main
+
+    code = main(["sweep", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("bngp sweep: error: ") and fragment in lines[0], err
+    assert not out.exists()
+
+
 def records_without_timing(payload: dict) -> list[dict]:
     """The merged records of a sweep.json payload, less the wall seconds (the cell's, and its
     audit's when it has one)."""

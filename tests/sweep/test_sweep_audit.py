@@ -13,13 +13,12 @@ import struct
 
 import pytest
 
-from bngp.cli import main
 from bngp.data.independent import simulate_independent
 from bngp.data.npz import save_population
 from bngp.errors import InputError
 from bngp.rng import named_seeds
 from bngp.sweep import run_sweep
-from sweep_helpers import bad_config, records_without_timing
+from sweep_helpers import assert_cli_refuses, bad_config, records_without_timing
 
 AUDIT = {"mode": "many-run", "canaries": 30, "runs": 50}
 AUDIT_FIELDS = {"epsilon_lb", "kind", "method", "confidence", "delta", "neighbouring", "mode", "canaries", "runs",
@@ -100,11 +99,7 @@ def test_bad_audit_table_is_an_input_error_before_any_work(changes, fragment, sw
                          ids=[fragment for _, fragment in BAD_AUDITS[:3] + BAD_AUDITS[-2:-1]])
 def test_cli_bad_audit_table_is_one_line_and_exit_2(changes, fragment, sweep_population, tmp_path, capsys):
     path = bad_config(tmp_path, sweep_population, changes)
-    code = main(["sweep", str(path), "--out", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("bngp sweep: error: ") and fragment in lines[0], err
-    assert not (tmp_path / "out").exists()
+    assert_cli_refuses(path, tmp_path / "out", capsys, fragment)
 
 
 def test_toml_audit_table_defaults(sweep_population, tmp_path):

@@ -7,10 +7,9 @@ import re
 
 import pytest
 
-from bngp.cli import main
 from bngp.errors import InputError
 from bngp.sweep import load_sweep_config, run_sweep
-from sweep_helpers import bad_config, small_config
+from sweep_helpers import assert_cli_refuses, bad_config, small_config
 
 #: (changes to the small config, a fragment of the error); None removes the key.
 BAD_CONFIGS = [
@@ -53,11 +52,7 @@ def test_bad_config_is_an_input_error_before_any_work(changes, fragment, sweep_p
 @pytest.mark.parametrize("changes, fragment", BAD_CONFIGS[::4], ids=[fragment for _, fragment in BAD_CONFIGS[::4]])
 def test_cli_bad_config_is_one_line_and_exit_2(changes, fragment, sweep_population, tmp_path, capsys):
     path = bad_config(tmp_path, sweep_population, changes)
-    code = main(["sweep", str(path), "--out", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("bngp sweep: error: ") and fragment in lines[0], err
-    assert not (tmp_path / "out").exists()
+    assert_cli_refuses(path, tmp_path / "out", capsys, fragment)
 
 
 @pytest.mark.parametrize("name, text, fragment", [
