@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from bngp.data.bits import BitMatrix
 from bngp.errors import DataFormatError, InputError
 
 __all__ = [
@@ -47,14 +48,22 @@ def _check_binary_values(name: str, values: np.ndarray) -> None:
             raise DataFormatError(f"`{name}` must be binary (0/1), found value {block[bad][0]:g}.")
 
 
-def check_targets(targets: np.ndarray, n_attributes: int | None = None, name: str = "targets") -> np.ndarray:
-    """Return ``targets`` as a 2-D binary array in a compact dtype (uint8 unless bool/uint8 already).
+def check_targets(
+    targets: np.ndarray | BitMatrix, n_attributes: int | None = None, name: str = "targets"
+) -> np.ndarray | BitMatrix:
+    """Return ``targets`` as a 2-D binary array in a compact dtype (uint8 unless bool/uint8 already),
+    or the :class:`bngp.data.bits.BitMatrix` itself (binary by construction).
 
     Args:
-        targets: (n_targets, |Q|) 0/1 genotypes, or one target (|Q|,).
+        targets: (n_targets, |Q|) 0/1 genotypes, one target (|Q|,), or a BitMatrix.
         n_attributes: the |Q| the attack was fitted on, when known.
         name: argument name used in messages.
     """
+    if isinstance(targets, BitMatrix):
+        if n_attributes is not None and targets.n_columns != n_attributes:
+            raise InputError(f"`{name}` must have {n_attributes} columns (|Q| the attack was fitted on), "
+                             f"got {targets.n_columns}.")
+        return targets
     array = np.asarray(targets)
     if array.ndim == 1:
         array = array[None, :]
@@ -131,10 +140,17 @@ def check_reference_frequencies(values: np.ndarray | None, n_attributes: int | N
     return array
 
 
-def check_binary_panel(name: str, values: np.ndarray | None, n_attributes: int | None = None) -> np.ndarray:
-    """Return a non-empty 2-D binary panel (reference individuals or population) as uint8/bool."""
+def check_binary_panel(
+    name: str, values: np.ndarray | BitMatrix | None, n_attributes: int | None = None
+) -> np.ndarray | BitMatrix:
+    """Return a non-empty 2-D binary panel (reference individuals or population) as uint8/bool,
+    or the :class:`bngp.data.bits.BitMatrix` itself."""
     if values is None:
         raise InputError(f"`{name}` must be provided.")
+    if isinstance(values, BitMatrix):
+        if n_attributes is not None and values.n_columns != n_attributes:
+            raise InputError(f"`{name}` must have {n_attributes} columns, got {values.n_columns}.")
+        return values
     array = np.asarray(values)
     if array.ndim != 2:
         raise DataFormatError(f"`{name}` must be a 2-D array (individuals x SNVs), got shape {array.shape}.")
@@ -189,6 +205,13 @@ def check_releases_torch(releases: torch.Tensor, n_attributes: int) -> torch.Ten
     return releases
 
 
+def _packed_rows(matrix: np.ndarray | BitMatrix) -> np.ndarray:
+    """Rows as ``np.packbits`` bytes (a BitMatrix already stores exactly these)."""
+    if isinstance(matrix, BitMatrix):
+        return matrix.packed
+    return np.packbits(np.asarray(matrix, dtype=np.uint8), axis=1)
+
+
 class PopulationIndex:
     """Maps target genotype rows to their row in the known population (exact match).
 
@@ -197,15 +220,15 @@ class PopulationIndex:
     their bit-packed bytes; identical individuals map to the first occurrence.
     """
 
-    def __init__(self, population: np.ndarray) -> None:
-        packed = np.packbits(np.asarray(population, dtype=np.uint8), axis=1)
+    def __init__(self, population: np.ndarray | BitMatrix) -> None:
+        packed = _packed_rows(population)
         self._rows: dict[bytes, int] = {}
         for row, key in enumerate(packed):
             self._rows.setdefault(key.tobytes(), row)
 
-    def rows(self, targets: np.ndarray, attack_name: str) -> np.ndarray:
+    def rows(self, targets: np.ndarray | BitMatrix, attack_name: str) -> np.ndarray:
         """Population row of each target; InputError for a target outside the population."""
-        packed = np.packbits(np.asarray(targets, dtype=np.uint8), axis=1)
+        packed = _packed_rows(targets)
         found = np.fromiter((self._rows.get(key.tobytes(), -1) for key in packed), dtype=np.int64, count=len(packed))
         if (found < 0).any():
             first = int(np.flatnonzero(found < 0)[0])

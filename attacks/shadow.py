@@ -27,6 +27,7 @@ import torch
 
 from .base import AttackKnowledge, TorchAttack
 from .inputs import check_binary_panel, check_reference_frequencies, check_releases
+from bngp.data.bits import BitMatrix
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
 from bngp.release.mechanism import allele_frequencies
@@ -50,26 +51,27 @@ class ShadowData:
     """Labelled shadow releases.
 
     Attributes:
-        targets: (M, |Q|) uint8 genotypes of the shadow individuals.
+        targets: (M, |Q|) genotypes of the shadow individuals (uint8, or bit-packed for synthetic ones).
         releases: (R, |Q|) float64 releases.
         labels: (R, M) 0/1 float32 memberships (member = 1).
         source: short description of where the releases come from (used in notes).
     """
 
-    targets: np.ndarray
+    targets: np.ndarray | BitMatrix
     releases: np.ndarray
     labels: np.ndarray
     source: str
 
 
-def _bernoulli_individuals(frequencies: np.ndarray, n_individuals: int, rng: np.random.Generator) -> np.ndarray:
-    """(n_individuals, |Q|) uint8 with independent Bernoulli(frequencies_j) entries, drawn in row blocks."""
-    genotypes = np.empty((n_individuals, frequencies.size), dtype=np.uint8)
+def _bernoulli_individuals(frequencies: np.ndarray, n_individuals: int, rng: np.random.Generator) -> BitMatrix:
+    """(n_individuals, |Q|) independent Bernoulli(frequencies_j) entries, drawn in row blocks and kept
+    bit-packed (2,500 synthetic individuals over 10^6 SNVs: 312 MB instead of 2.5 GB)."""
+    packed = np.empty((n_individuals, (frequencies.size + 7) // 8), dtype=np.uint8)
     rows = max(1, (1 << 22) // max(frequencies.size, 1))
     for start in range(0, n_individuals, rows):
         stop = min(start + rows, n_individuals)
-        genotypes[start:stop] = rng.random((stop - start, frequencies.size)) < frequencies
-    return genotypes
+        packed[start:stop] = np.packbits(rng.random((stop - start, frequencies.size)) < frequencies, axis=1)
+    return BitMatrix(packed, frequencies.size)
 
 
 def synthetic_shadow(

@@ -37,6 +37,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from bngp.data.bits import BitMatrix
+
 from .inputs import check_pair, check_reference_frequencies, check_releases, check_targets, compute_dtype
 
 __all__ = [
@@ -71,14 +73,15 @@ def _snv_block(n_targets: int, n_attributes: int) -> int:
 
 
 def affine_statistic(
-    targets: torch.Tensor | np.ndarray,
+    targets: torch.Tensor | np.ndarray | BitMatrix,
     releases: torch.Tensor,
     coefficients: Coefficients,
 ) -> torch.Tensor:
     """Evaluate sum_j d_kj w_j(x_r) + c(x_r) for all releases r and targets k, shape (R, n).
 
     Args:
-        targets: (n, |Q|) binary targets, any numeric/bool dtype (numpy or torch); never
+        targets: (n, |Q|) binary targets, any numeric/bool dtype (numpy or torch) or bit-packed
+            (:class:`bngp.data.bits.BitMatrix`, unpacked one SNV block at a time); never
             converted to float as a whole.
         releases: (R, |Q|) float tensor; its dtype is the compute dtype.
         coefficients: per-SNV-block slopes and offset contributions (see :data:`Coefficients`).
@@ -87,6 +90,7 @@ def affine_statistic(
     without gradients a single conversion buffer is reused and the product accumulates in
     place.
     """
+    packed = isinstance(targets, BitMatrix)
     if isinstance(targets, np.ndarray):
         targets = torch.from_numpy(targets)
     dtype = releases.dtype
@@ -104,11 +108,13 @@ def affine_statistic(
             slope = slope.to(dtype)
             offset = offset + offset_part.to(dtype)
             width = columns.stop - columns.start
+            block_targets = torch.from_numpy(targets.columns(columns.start, columns.stop)) if packed \
+                else targets[:, columns]
             if slope.requires_grad and torch.is_grad_enabled():
-                out = out + slope @ targets[:, columns].to(dtype).T
+                out = out + slope @ block_targets.to(dtype).T
             else:
                 chunk = buffer[:, :width]
-                chunk.copy_(targets[:, columns])
+                chunk.copy_(block_targets)
                 out.addmm_(slope, chunk.T)
         pieces.append(out + offset[:, None])
     return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=0)

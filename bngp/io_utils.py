@@ -9,11 +9,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-__all__ = ["atomic_write", "write_json", "write_text", "load_torch_payload"]
+__all__ = ["atomic_write", "write_json", "write_text", "save_npz", "NPZ_COMPRESSLEVEL", "load_torch_payload"]
+
+#: zlib level of the toolkit's large .npz archives (level 1: ~6x faster than numpy's default on noisy
+#: floats and packed bits, ~10% larger; any .npz reader reads it).
+NPZ_COMPRESSLEVEL = 1
 
 
 @contextmanager
@@ -49,6 +54,18 @@ def write_json(path: str | Path, payload: Any) -> Path:
         json.dump(payload, handle, indent=2, sort_keys=False, default=_json_default)
         handle.write("\n")
     return Path(path)
+
+
+def save_npz(handle: IO[bytes], **arrays: Any) -> None:
+    """``np.savez_compressed`` with zlib level :data:`NPZ_COMPRESSLEVEL`; arrays are streamed
+    (no copy), object arrays refused."""
+    import numpy as np
+
+    with zipfile.ZipFile(handle, mode="w", compression=zipfile.ZIP_DEFLATED, compresslevel=NPZ_COMPRESSLEVEL,
+                         allowZip64=True) as archive:
+        for key, value in arrays.items():
+            with archive.open(f"{key}.npy", mode="w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
 def write_text(path: str | Path, text: str) -> Path:

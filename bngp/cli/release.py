@@ -23,7 +23,6 @@ import argparse
 import math
 import sys
 import warnings
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +35,7 @@ from bngp.data.npz import load_population
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
-from bngp.io_utils import atomic_write
+from bngp.io_utils import atomic_write, save_npz
 from bngp.release.mechanism import Mechanism
 from bngp.rng import resolve_seed, spawn_seeds, torch_generator
 from bngp.validation import check_output_file, check_positive_int, check_readable_file
@@ -50,14 +49,10 @@ __all__ = [
     "read_member_ids",
     "load_memberships",
     "simulate_releases",
-    "save_npz",
 ]
 
 #: releases generated per chunk (bounds the working memory; part of what a seed reproduces).
 RELEASE_CHUNK = 1000
-#: zlib level of the many-release archive (level 1: ~6x faster than numpy's default on noisy floats,
-#: ~10% larger; any .npz reader reads it).
-NPZ_COMPRESSLEVEL = 1
 #: accepted ``--memberships-file`` formats.
 MEMBERSHIP_SUFFIXES = (".npy", ".txt", ".csv")
 
@@ -256,16 +251,6 @@ def simulate_releases(
                 releases[index] = _release_batch(mechanism, defense, b, torch_generator(chunk_seed))
                 bar.update(index.size)
     return releases, memberships
-
-
-def save_npz(handle, **arrays: np.ndarray) -> None:
-    """``np.savez_compressed`` with zlib level :data:`NPZ_COMPRESSLEVEL`; arrays are streamed
-    (no copy), object arrays refused."""
-    with zipfile.ZipFile(handle, mode="w", compression=zipfile.ZIP_DEFLATED, compresslevel=NPZ_COMPRESSLEVEL,
-                         allowZip64=True) as archive:
-        for key, value in arrays.items():
-            with archive.open(f"{key}.npy", mode="w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
 # ---------------------------------------------------------------------------------------------

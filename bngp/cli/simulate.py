@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from bngp.cli import COMMANDS
+from bngp.data.filters import DEFAULT_MAX_R2
 from bngp.errors import InputError
 from bngp.validation import check_output_file
 
@@ -26,6 +27,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--vcf", metavar="FILE.vcf[.gz]",
                         help="read the individuals from a VCF (GT field) instead of simulating them")
     parser.add_argument("--min-maf", type=float, default=0.05, help="minor allele frequency filter, in [0, 0.5)")
+    parser.add_argument("--max-r2", type=float, default=DEFAULT_MAX_R2,
+                        help="LD pruning (stdpopsim, VCF): keep an SNV only if its carrier-status r^2 with the recent "
+                             "kept ones is below this, in (0, 1] (1 drops only perfect proxies)")
+    parser.add_argument("--packed", action="store_true",
+                        help="store the genotypes bit-packed (8x smaller in memory and on disk; for beacon-scale "
+                             "populations: the release and the analytic attacks read them a block of SNVs at a time)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulation (or of the VCF panel draw)")
     parser.add_argument("--out", required=True, metavar="POP.npz", help="population file to write")
     parser.set_defaults(func=run)
@@ -35,11 +42,13 @@ def run(args: argparse.Namespace) -> int:
     check_output_file("--out", args.out, parent_must_exist=False)
     if not 0 <= args.min_maf < 0.5:
         raise InputError(f"`--min-maf` must be in [0, 0.5), got {args.min_maf}.")
+    if not 0 < args.max_r2 <= 1:
+        raise InputError(f"`--max-r2` must be in (0, 1], got {args.max_r2}.")
     if args.vcf is not None:
         from bngp.data.vcf import load_vcf
 
         population = load_vcf(args.vcf, reference_samples=args.reference, n_snvs=args.snvs, min_maf=args.min_maf,
-                              seed=args.seed)
+                              max_r2=args.max_r2, seed=args.seed, packed=args.packed)
         source = f"VCF {args.vcf}"
     else:
         missing = [flag for flag, value in (("--individuals", args.individuals), ("--reference", args.reference),
@@ -50,15 +59,17 @@ def run(args: argparse.Namespace) -> int:
             from bngp.data.independent import simulate_independent
 
             population = simulate_independent(args.individuals, args.reference, args.snvs, seed=args.seed,
-                                              min_frequency=args.min_maf)
+                                              min_frequency=args.min_maf, packed=args.packed)
         else:
             from bngp.data.genome import simulate_genome
 
-            population = simulate_genome(args.individuals, args.reference, args.snvs, seed=args.seed, min_maf=args.min_maf)
+            population = simulate_genome(args.individuals, args.reference, args.snvs, seed=args.seed, min_maf=args.min_maf,
+                                         max_r2=args.max_r2, packed=args.packed)
         source = f"{args.model}, seed {args.seed}"
     from bngp.data.npz import save_population
 
     save_population(population, args.out)
+    layout = ", bit-packed" if population.packed else ""
     print(f"wrote {args.out}: {population.n_individuals} individuals, {population.n_reference} reference, "
-          f"{population.n_attributes} SNVs ({source})")
+          f"{population.n_attributes} SNVs ({source}{layout})")
     return 0

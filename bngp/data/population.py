@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from bngp.data.bits import BitMatrix
 from bngp.errors import DataFormatError, InputError
 from bngp.validation import check_binary_matrix, check_positive_int
 
@@ -30,9 +31,13 @@ def _default_ids(prefix: str, n: int) -> np.ndarray:
 class Population:
     """Binary attribute vectors of the K individuals and of a disjoint reference panel.
 
+    Both matrices are dense uint8 or both bit-packed (:class:`bngp.data.bits.BitMatrix`, for
+    beacon-scale populations: the summary statistic and the analytic attacks read it a block
+    of SNVs at a time; ``np.asarray`` unpacks it for code that needs it dense).
+
     Attributes:
-        genotypes: (K, |Q|) uint8 0/1 matrix of the individuals who may be members.
-        reference: (R, |Q|) uint8 0/1 matrix of the reference panel (never members).
+        genotypes: (K, |Q|) uint8 0/1 matrix (or BitMatrix) of the individuals who may be members.
+        reference: (R, |Q|) uint8 0/1 matrix (or BitMatrix) of the reference panel (never members).
         ids: (K,) individual identifiers.
         reference_ids: (R,) reference panel identifiers.
         attribute_names: (|Q|,) attribute (SNV) identifiers.
@@ -47,8 +52,10 @@ class Population:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        genotypes = check_binary_matrix("genotypes", self.genotypes)
-        reference = check_binary_matrix("reference", self.reference)
+        if isinstance(self.genotypes, BitMatrix) != isinstance(self.reference, BitMatrix):
+            raise DataFormatError("`genotypes` and `reference` must both be bit-packed or both dense.")
+        genotypes = self.genotypes if self.packed else check_binary_matrix("genotypes", self.genotypes)
+        reference = self.reference if self.packed else check_binary_matrix("reference", self.reference)
         if reference.shape[1] != genotypes.shape[1]:
             raise DataFormatError(
                 f"`reference` must have the same number of attributes as `genotypes` "
@@ -71,6 +78,25 @@ class Population:
         object.__setattr__(self, "metadata", dict(self.metadata))
 
     @property
+    def packed(self) -> bool:
+        """True when the genotypes are stored as bits (:class:`bngp.data.bits.BitMatrix`)."""
+        return isinstance(self.genotypes, BitMatrix)
+
+    def to_packed(self) -> "Population":
+        """This population with bit-packed genotypes and reference panel (itself if already packed)."""
+        if self.packed:
+            return self
+        return Population(BitMatrix.from_dense(self.genotypes, "genotypes"), BitMatrix.from_dense(self.reference, "reference"),
+                          self.ids, self.reference_ids, self.attribute_names, self.metadata)
+
+    def to_dense(self) -> "Population":
+        """This population with dense uint8 matrices (itself if already dense)."""
+        if not self.packed:
+            return self
+        return Population(self.genotypes.to_dense(), self.reference.to_dense(), self.ids, self.reference_ids,
+                          self.attribute_names, self.metadata)
+
+    @property
     def n_individuals(self) -> int:
         """K, the number of individuals who may be members."""
         return int(self.genotypes.shape[0])
@@ -89,7 +115,7 @@ class Population:
     def reference_frequencies(self) -> np.ndarray:
         """p_bar_j: alternate-allele (carrier) frequency in the reference panel, kept in
         [floor, 1 - floor] with floor = :data:`REFERENCE_FREQUENCY_FLOOR`."""
-        p_bar = self.reference.mean(axis=0)
+        p_bar = self.reference.column_means() if self.packed else self.reference.mean(axis=0)
         return np.clip(p_bar, REFERENCE_FREQUENCY_FLOOR, 1 - REFERENCE_FREQUENCY_FLOOR)
 
     def index_of(self, ids: list[str] | np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from bngp.data.bits import BitMatrix
 from bngp.errors import InputError
 
 __all__ = [
@@ -30,17 +31,16 @@ __all__ = [
     "perturb",
 ]
 
-
-#: genotype columns converted to float at once by the numpy f(D) (bounds its memory).
-_COLUMN_BLOCK = 4096
+#: genotype entries converted to float64 at once by the numpy f(D) (16 MB: bounds its memory).
+_BLOCK_ELEMENTS = 1 << 21
 
 
 def allele_frequencies(b: torch.Tensor | np.ndarray, genotypes: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
     """f(D) = x_hat = b Z / sum(b): carrier frequency of each attribute among the members.
 
     Torch inputs give a torch result in ``b``'s dtype (differentiable, for training); numpy
-    inputs give float64, computed in blocks of columns so a uint8 genotype matrix is never
-    converted whole.
+    inputs give float64, computed in blocks of columns so a uint8 genotype matrix (or a
+    :class:`bngp.data.bits.BitMatrix`) is never converted whole.
 
     Args:
         b: (B, K) membership indicators (0/1).
@@ -49,15 +49,18 @@ def allele_frequencies(b: torch.Tensor | np.ndarray, genotypes: torch.Tensor | n
     Returns:
         (B, Q) frequencies; a batch row with no members releases zeros.
     """
+    if isinstance(b, torch.Tensor) and isinstance(genotypes, BitMatrix):
+        return _packed_frequencies(b, genotypes)
     if isinstance(b, torch.Tensor):
         counts = b.sum(dim=1, keepdim=True).clamp_min(1.0)
         return (b @ torch.as_tensor(genotypes, dtype=b.dtype)) / counts
     memberships = np.asarray(b, dtype=np.float64)
     counts = np.maximum(memberships.sum(axis=1, keepdims=True), 1.0)
     releases = np.empty((memberships.shape[0], genotypes.shape[1]))
-    for j0 in range(0, genotypes.shape[1], _COLUMN_BLOCK):
-        block = np.asarray(genotypes[:, j0 : j0 + _COLUMN_BLOCK], dtype=np.float64)
-        releases[:, j0 : j0 + _COLUMN_BLOCK] = (memberships @ block) / counts
+    width = max(8, _BLOCK_ELEMENTS // max(genotypes.shape[0], 1) // 8 * 8)
+    for j0 in range(0, genotypes.shape[1], width):
+        block = genotypes.columns(j0, j0 + width) if isinstance(genotypes, BitMatrix) else genotypes[:, j0 : j0 + width]
+        releases[:, j0 : j0 + width] = (memberships @ block.astype(np.float64)) / counts
     return releases
 
 
@@ -94,11 +97,27 @@ class Mechanism(ABC):
         return {"kind": type(self).__name__, "outputs": self.n_outputs}
 
 
+def _packed_frequencies(b: torch.Tensor, genotypes: BitMatrix) -> torch.Tensor:
+    """f(D) = b Z / sum(b) with Z bit-packed: one dense block of :data:`bngp.data.bits.COLUMN_BLOCK` SNVs at a
+    time, in ``b``'s dtype and on its device (differentiable in ``b``)."""
+    counts = b.sum(dim=1, keepdim=True).clamp_min(1.0)
+    blocks = [b @ torch.from_numpy(block).to(device=b.device, dtype=b.dtype) for _, _, block in genotypes.blocks()]
+    return torch.cat(blocks, dim=1) / counts
+
+
 class SummaryStatistics(Mechanism):
     """f(D) = allele (carrier) frequencies of the members, section 2.2; the genotype matrix is
-    kept on ``device`` (default the CPU)."""
+    kept on ``device`` (default the CPU) as float32, or kept bit-packed on the CPU when it is a
+    :class:`bngp.data.bits.BitMatrix` (then each SNV block is unpacked and moved to the
+    memberships' device on the fly: memory stays one block beyond the bits, at beacon scale)."""
 
-    def __init__(self, genotypes: np.ndarray | torch.Tensor, device: torch.device | str | None = None) -> None:
+    def __init__(self, genotypes: np.ndarray | torch.Tensor | BitMatrix,
+                 device: torch.device | str | None = None) -> None:
+        if isinstance(genotypes, BitMatrix):
+            self.genotypes = genotypes
+            self._device = torch.device("cpu" if device is None else device)
+            self.n_individuals, self.n_outputs = genotypes.shape
+            return
         if isinstance(genotypes, torch.Tensor):
             genotypes = genotypes.detach().cpu()
         self.genotypes = torch.as_tensor(np.asarray(genotypes), dtype=torch.float32)
@@ -111,11 +130,13 @@ class SummaryStatistics(Mechanism):
     def statistic(self, b: torch.Tensor) -> torch.Tensor:
         if b.shape[-1] != self.n_individuals:
             raise InputError(f"`b` must have {self.n_individuals} columns, got {b.shape[-1]}.")
+        if isinstance(self.genotypes, BitMatrix):
+            return _packed_frequencies(b, self.genotypes)
         return allele_frequencies(b, self.genotypes)
 
     @property
     def device(self) -> torch.device:
-        return self.genotypes.device
+        return self._device if isinstance(self.genotypes, BitMatrix) else self.genotypes.device
 
 
 class ComposedMechanism(Mechanism):
