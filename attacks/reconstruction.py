@@ -24,7 +24,9 @@ preconditioned with that solver (exact after a few iterations when few coordinat
 clipped).  Everything is torch and differentiable in x (the CG/ADMM iterations are
 unrolled; masks and soft-thresholding are piecewise linear).
 
-The precomputed matrices take O(K |Q|) memory in float64.
+The precomputed matrices take O(K^2) memory in float64, plus A: O(K |Q|) float64 for a dense
+population, the bits alone for a bit-packed one (:class:`bngp.attacks.inversion.Design` then
+runs every product over blocks of SNVs; the K x K Gram matrix costs O(K^2 |Q|) once).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class LeastSquaresReconstruction(TorchAttack):
         self.penalty_ = inverse.penalty
         self.preconditioner_ = inverse.gram_inverse
         self.prior_mean_ = n_members / n_individuals
-        self.prior_release_ = design.sum(dim=1) * self.prior_mean_
+        self.prior_release_ = design.row_sums() * self.prior_mean_
         shadow = population_shadow(population, n_members, self.n_shadow_releases, seed)
         self._calibrate(
             self._raw_numpy(shadow.targets, shadow.releases),
@@ -107,7 +109,7 @@ class LeastSquaresReconstruction(TorchAttack):
 
     def _normal_operator(self, delta: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """(A^T W A + lambda I) delta for a batch of rows delta (R, K)."""
-        return ((delta @ self.design_.T) * weights) @ self.design_ + self.penalty_ * delta
+        return self.design_.adjoint(self.design_.apply(delta) * weights) + self.penalty_ * delta
 
     def _weighted_solve(self, rhs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """Preconditioned conjugate gradients for (A^T W A + lambda I) delta = rhs, row-batched."""
@@ -134,7 +136,7 @@ class LeastSquaresReconstruction(TorchAttack):
 
     def _least_squares(self, y: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """delta solving the weighted ridge problem for each row of y (R, |Q|) -> (R, K)."""
-        rhs = (y * weights) @ self.design_
+        rhs = self.design_.adjoint(y * weights)
         unweighted = bool((weights == 1).all())
         return rhs @ self.preconditioner_ if unweighted else self._weighted_solve(rhs, weights)
 
@@ -190,15 +192,15 @@ class L1Reconstruction(LeastSquaresReconstruction):
 
     def _solve(self, y: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         delta = self._least_squares(y, weights)
-        fitted = delta @ self.design_.T
+        fitted = self.design_.apply(delta)
         rho = 1.0 / ((fitted - y).abs().detach() * weights).mean(dim=1, keepdim=True).clamp(min=1e-12)
         threshold = weights / rho
         slack = _soft_threshold(fitted - y, threshold)
         dual = torch.zeros_like(y)
         active = torch.ones(y.shape[0], dtype=torch.bool)
         for _ in range(self.max_iterations):
-            new_delta = ((y + slack - dual) @ self.design_) @ self.preconditioner_
-            fitted = new_delta @ self.design_.T
+            new_delta = self.design_.adjoint(y + slack - dual) @ self.preconditioner_
+            fitted = self.design_.apply(new_delta)
             new_slack = _soft_threshold(fitted - y + dual, threshold)
             new_dual = dual + fitted - y - new_slack
             rows = active[:, None]

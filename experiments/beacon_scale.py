@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                              "per-SNV noise scale is then 100 / n whatever |Q|)")
     parser.add_argument("--releases", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--attacks", default=ATTACKS, help=f"attacks of the evaluate stage (default {ATTACKS})")
     parser.add_argument("--skip-vcf", action="store_true", help="leave out the VCF round trip")
     parser.add_argument("--work", default="/tmp/bngp-beacon", help="directory for the large files")
     parser.add_argument("--out", required=True, help="results directory (results.json, report.md)")
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                             work / "release.log"))
     evaluation = work / "evaluation.json"
     stages.append(run_stage("evaluate", [*bngp, "evaluate", "--population", str(population), "--members",
-                                         str(args.members), "--defense", defense, "--attacks", ATTACKS, "--releases",
+                                         str(args.members), "--defense", defense, "--attacks", args.attacks, "--releases",
                                          str(args.releases), "--seed", str(args.seed), "--out", str(evaluation),
                                          "--quiet"], work / "evaluate.log"))
     payload = json.loads(evaluation.read_text())
