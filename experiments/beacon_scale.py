@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     bngp = [sys.executable, "-m", "bngp.cli"]
     population = work / "population.npz"
     defense = f"laplace:epsilon={epsilon:g}"
+    load = os.getloadavg()[0]  # other work on the machine slows every stage (and the matmul reference)
     flops = matmul_flops()
     stages = [run_stage("simulate", [*bngp, "simulate", "--individuals", str(args.individuals), "--reference",
                                      str(args.reference), "--snvs", str(args.snvs), "--min-maf", "0", "--max-r2", "1",
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         "simulation_metadata": {k: loaded.metadata.get(k) for k in ("window_right", "n_sites", "n_biallelic",
                                                                      "n_after_maf", "n_after_ld")},
         "matmul_flops_float32": flops, "threads": os.environ.get("OMP_NUM_THREADS", "1"),
+        "load_average_at_start": load,
         "machine": platform.platform(), "cpu_count": os.cpu_count(),
         "stages": stages, "vcf_round_trip": round_trip,
         "utility": payload["utility"],
@@ -154,7 +156,8 @@ def _report(r: dict) -> str:
         f"# Beacon scale: {r['individuals']:,} individuals (+{r['reference']:,} reference) x {r['snvs']:,} SNVs",
         "",
         f"One machine ({r['cpu_count']} cores, OMP_NUM_THREADS={r['threads']}); float32 matmul measured in the same run: "
-        f"{r['matmul_flops_float32'] / 1e9:.1f} GFLOP/s.  Each stage is its own process (`{r['stages'][0]['command'].split()[2]}` ...), "
+        f"{r['matmul_flops_float32'] / 1e9:.1f} GFLOP/s (1-minute load average at the start: "
+        f"{r.get('load_average_at_start', float('nan')):.2f}).  Each stage is its own process (`{r['stages'][0]['command'].split()[2]}` ...), "
         "its peak resident memory read from `wait4`.",
         "",
         f"Genotypes bit-packed: {r['packed_bytes'] / gib:.2f} GiB in memory (dense uint8 would be "
