@@ -3,8 +3,9 @@
 Importing the package registers every attack: ``lrt``, ``adaptive-lrt``, ``optimal-lrt``
 (:mod:`bngp.attacks.lrt`), ``score``, ``homer`` (:mod:`bngp.attacks.tracing`), ``tree``, ``svm``
 (:mod:`bngp.attacks.learned`), ``linear``, ``whitened`` (:mod:`bngp.attacks.linear`), ``reconstruction``,
-``reconstruction-l1`` (:mod:`bngp.attacks.reconstruction`), ``bayesian`` (:mod:`bngp.attacks.bayesian`) and ``stacked``
-(:mod:`bngp.attacks.stacking`, pooling the others).  Raw statistics shared by the attacks are in
+``reconstruction-l1`` (:mod:`bngp.attacks.reconstruction`), ``bayesian`` (:mod:`bngp.attacks.bayesian`),
+``per-individual`` (:mod:`bngp.attacks.per_individual`, one network H(x, d) shared by all individuals)
+and ``stacked`` (:mod:`bngp.attacks.stacking`, pooling the others).  Raw statistics shared by the attacks are in
 :mod:`bngp.attacks.statistics`.
 """
 
@@ -27,6 +28,8 @@ from .learned import DecisionTreeAttack, SVMAttack, pair_features
 from .linear import LinearAttack, WhitenedAttack
 from .reconstruction import L1Reconstruction, LeastSquaresReconstruction
 from .bayesian import BayesianAttack
+from .per_individual import PerIndividualAttack, PerIndividualConfig
+from .per_individual_network import PerIndividualAttacker, PerIndividualSpec
 from .stacking import StackedAttack
 from .composed import TiledAttack, for_composition
 
@@ -55,6 +58,10 @@ __all__ = [
     "LeastSquaresReconstruction",
     "L1Reconstruction",
     "BayesianAttack",
+    "PerIndividualAttack",
+    "PerIndividualConfig",
+    "PerIndividualAttacker",
+    "PerIndividualSpec",
     "StackedAttack",
     "pair_features",
     "lrs",

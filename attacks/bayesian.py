@@ -16,11 +16,10 @@ import torch
 
 from .base import Attack, AttackKnowledge
 from .registry import register_attack
-from .training import AttackerTrainingConfig, train_attacker
+from .training import AttackerTrainingConfig, pooled_sampler, train_attacker
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from .network import Attacker, AttackerSpec
-from bngp.rng import spawn_seeds
 from bngp.ridge import LearningCurve, LinearFit
 
 __all__ = ["BayesianAttack"]
@@ -70,20 +69,7 @@ class BayesianAttack(Attack):
         population = np.asarray(knowledge.population, dtype=np.uint8)
         theta = np.asarray(knowledge.membership_prior, dtype=np.float64)
         n_individuals = population.shape[0]
-        simulate = knowledge.simulate
-        chunk = self.config.batch_size * 25
-        state = {"pool": None, "position": 0, "calls": 0}
-
-        def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
-            if state["pool"] is None or state["position"] + n > state["pool"][0].shape[0]:
-                x, b = simulate(chunk, spawn_seeds(seed, state["calls"] + 1)[-1])
-                state["pool"] = (torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32))
-                state["position"] = 0
-                state["calls"] += 1
-            start = state["position"]
-            state["position"] += n
-            return state["pool"][0][start : start + n], state["pool"][1][start : start + n]
-
+        sample = pooled_sampler(knowledge.simulate, seed, self.config.batch_size * 25)
         n_outputs = int(sample(1)[0].shape[1])  # the release width (composed mechanisms are wider)
         spec = AttackerSpec(n_outputs, n_individuals, init=self.config.init)
         self.attacker_ = train_attacker(

@@ -23,7 +23,8 @@ from tqdm.auto import tqdm
 
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
-from bngp.rng import seeded_torch
+from bngp.rng import seeded_torch, spawn_seeds
+from .base import ReleaseSimulator
 from .network import ATTACKER_INITS, Attacker, AttackerInit, AttackerSpec, block_inversion_head
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
@@ -36,10 +37,42 @@ from bngp.ridge import (
     max_shadow_releases,
 )
 
-__all__ = ["AttackerTrainingConfig", "train_attacker", "BatchSampler", "prefer_population_inversion"]
+__all__ = [
+    "AttackerTrainingConfig",
+    "train_attacker",
+    "BatchSampler",
+    "prefer_population_inversion",
+    "pooled_sampler",
+    "optimise_with_validation",
+    "OptimisationTrace",
+]
 
 #: sample(n) -> (releases (n, Q) float32 tensor, memberships (n, K) float32 tensor)
 BatchSampler = Callable[[int], tuple[torch.Tensor, torch.Tensor]]
+
+
+def pooled_sampler(simulate: ReleaseSimulator, seed: int, chunk: int) -> BatchSampler:
+    """sample(n) -> (n releases, their memberships) as float32 tensors, read in order from pools
+    of ``chunk`` releases that ``simulate`` draws against the defense (the i-th pool from the i-th
+    seed spawned from ``seed``); a request larger than what is left of the pool starts a new one,
+    of max(``chunk``, n) releases.
+
+    How the learned attackers (:class:`bngp.attacks.bayesian.BayesianAttack`, the per-individual
+    attacker) read fresh shadow releases: one call of the simulator per ``chunk`` releases.
+    """
+    state: dict = {"pool": None, "position": 0, "calls": 0}
+
+    def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if state["pool"] is None or state["position"] + n > state["pool"][0].shape[0]:
+            x, b = simulate(max(chunk, n), spawn_seeds(seed, state["calls"] + 1)[-1])
+            state["pool"] = (torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32))
+            state["position"] = 0
+            state["calls"] += 1
+        start = state["position"]
+        state["position"] += n
+        return state["pool"][0][start : start + n], state["pool"][1][start : start + n]
+
+    return sample
 
 
 def _is_integer(value: object) -> bool:
@@ -173,26 +206,103 @@ def train_attacker(
         attacker.warm_start = {"fit": fit.describe(), "learning_curve": None if curve is None else curve.to_dict()}
         if population is not None and spec.n_outputs % population.shape[1] == 0:
             prefer_population_inversion(attacker, population, n_members, theta, x, b, validation_x, validation_b)
-    optimiser = torch.optim.Adam(attacker.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
-    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.lr_decay)
-    best = _validation_loss(attacker, validation_x, validation_b, loss_fn), copy.deepcopy(attacker.state_dict())
-    attacker.train()
-    for step in tqdm(range(config.steps), desc=description, disable=not progress, leave=False):
+
+    def batch_loss() -> torch.Tensor:
         x, b = draw(config.batch_size)
-        loss = loss_fn(attacker(x), b)
+        return loss_fn(attacker(x), b)
+
+    optimise_with_validation(
+        attacker,
+        batch_loss,
+        lambda: _validation_loss(attacker, validation_x, validation_b, loss_fn),
+        steps=config.steps,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        lr_decay=config.lr_decay,
+        decay_every=config.decay_every,
+        validate_every=config.validate_every,
+        progress=progress,
+        description=description,
+    )
+    return attacker
+
+
+@dataclass(frozen=True)
+class OptimisationTrace:
+    """The validations of :func:`optimise_with_validation`.
+
+    Attributes:
+        steps: the step of each validation (0 = before the first step).
+        losses: the validation loss at each of them.
+        best_step: the step whose state was kept.
+        stopped_early: whether ``patience`` validations in a row without an improvement larger than
+            the tolerance ended the run.
+    """
+
+    steps: tuple[int, ...]
+    losses: tuple[float, ...]
+    best_step: int
+    stopped_early: bool
+
+
+def optimise_with_validation(
+    module: nn.Module,
+    batch_loss: Callable[[], torch.Tensor],
+    validation_loss: Callable[[], float],
+    *,
+    steps: int,
+    lr: float,
+    weight_decay: float,
+    lr_decay: float,
+    decay_every: int,
+    validate_every: int,
+    patience: int | None = None,
+    tolerance: float = 0.0,
+    progress: bool = False,
+    description: str = "attacker",
+) -> OptimisationTrace:
+    """Minimise ``batch_loss()`` (a fresh batch each call) by Adam(lr, weight_decay) with
+    ExponentialLR(lr_decay) every ``decay_every`` steps, keeping the state of lowest
+    ``validation_loss()`` (measured with the module in eval mode before the first step, every
+    ``validate_every`` steps and after the last one).
+
+    The loop of every attacker trained on shadow releases (:func:`train_attacker`, the
+    per-individual attacker of :mod:`bngp.attacks.per_individual`): with ``patience`` it stops
+    once that many validations in a row have not lowered the loss by more than ``tolerance``
+    below the last loss that did (early stopping), else it runs all ``steps``.  The module ends
+    in its best validated state (the initial one included), in eval mode.
+    """
+    optimiser = torch.optim.Adam(module.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=lr_decay)
+    module.eval()
+    best_loss, best_state, best_step = validation_loss(), copy.deepcopy(module.state_dict()), 0
+    validated, losses, without_gain, stopped, reference = [0], [best_loss], 0, False, best_loss
+    module.train()
+    for step in tqdm(range(steps), desc=description, disable=not progress, leave=False):
+        loss = batch_loss()
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
-        if (step + 1) % config.decay_every == 0:
+        if (step + 1) % decay_every == 0:
             scheduler.step()
-        if (step + 1) % config.validate_every == 0 or step + 1 == config.steps:
-            current = _validation_loss(attacker, validation_x, validation_b, loss_fn)
-            if current < best[0]:
-                best = current, copy.deepcopy(attacker.state_dict())
-            attacker.train()
-    attacker.load_state_dict(best[1])
-    attacker.eval()
-    return attacker
+        if (step + 1) % validate_every == 0 or step + 1 == steps:
+            module.eval()
+            current = validation_loss()
+            validated.append(step + 1)
+            losses.append(current)
+            if current < best_loss:
+                best_loss, best_state, best_step = current, copy.deepcopy(module.state_dict()), step + 1
+            if current < reference - tolerance:
+                reference, without_gain = current, 0
+            else:
+                without_gain += 1
+            module.train()
+            if patience is not None and without_gain >= patience:
+                stopped = True
+                break
+    module.load_state_dict(best_state)
+    module.eval()
+    return OptimisationTrace(tuple(validated), tuple(losses), best_step, stopped)
 
 
 @torch.no_grad()

@@ -108,7 +108,11 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
             points = ", ".join(f"{n}: {a:.4f}" for n, a in zip(curve["releases"], curve["auc"]))
             state = "converged" if curve["converged"] else "NOT converged (cap or fixed size reached)"
             fit = payload["attacks"][name].get("fit", {})
-            lines.append(f"- `{name}`: {points} ({state}; penalty {fit.get('ridge', float('nan')):.3g} by {fit.get('criterion')})")
+            if "ridge" in fit:
+                chosen = f"penalty {fit['ridge']:.3g} by {fit.get('criterion')}"
+            else:  # a network trained with early stopping (the per-individual attacker)
+                chosen = f"state of step {fit.get('best_step')} kept by {fit.get('criterion')}"
+            lines.append(f"- `{name}`: {points} ({state}; {chosen})")
     for note in payload.get("notes", []):
         lines.append(f"- Note: {note}")
     for name, entry in payload["attacks"].items():

@@ -10,7 +10,7 @@ from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg
 from bngp.device import resolve_device
 from bngp.errors import InputError
 from bngp.data.population import Population
-from bngp.game import KAPPA_MAX, OBJECTIVES, Game, GameConfig
+from bngp.game import ATTACKER_KINDS, KAPPA_MAX, OBJECTIVES, Game, GameConfig
 from bngp.defenses.dp import GaussianDefense
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
@@ -43,6 +43,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dp-penalty", type=float, default=defaults.dp_penalty, help="weight of the BGBP penalty")
     parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init,
                         help="in-game attacker: population-informed linear head, or the plain paper network")
+    parser.add_argument("--attacker", default=defaults.attacker_kind, metavar="KIND",
+                        help=f"in-game attacker H: {' or '.join(ATTACKER_KINDS)} (population = one output per known "
+                             "individual, the paper's; per-individual = H(x, d_k) with weights shared across "
+                             "individuals)")
     parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check_steps,
                         help="steps of the fresh attacker trained after training (0 = skip)")
     parser.add_argument("--resume", action="store_true",
@@ -69,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)  # before any work: no run directory without the device
     if not (0 <= args.kappa <= KAPPA_MAX):
         raise InputError(f"`--kappa` must be in [0, {KAPPA_MAX:g}], got {args.kappa}.")
+    if args.attacker not in ATTACKER_KINDS:
+        raise InputError(f"`--attacker` must be one of {', '.join(ATTACKER_KINDS)}, got {args.attacker!r}.")
     if args.objective != "preference" and args.budget is None:
         raise InputError(f"`--budget` is required with --objective {args.objective}.")
     population, prior = load_population_and_prior(args.population, args.members)
@@ -84,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         kappa_vector=kappa_vector,
         budget=args.budget,
         attacker_init=args.attacker_init,
+        attacker_kind=args.attacker,
         against=args.against,
         dp_epsilon=args.dp_epsilon,
         dp_penalty=args.dp_penalty,
@@ -102,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         "fresh_attacker_auc": summary.fresh_attacker_auc,
         "strongest_fresh_auc": summary.strongest_fresh_auc,
         "collapse_warning": summary.collapse.warning,
+        "attacker": config.attacker_kind,
         "device": str(device),
     }
     if config.fixed_gaussian_sigmas:

@@ -18,7 +18,9 @@ __all__ = [
     "GameConfig",
     "Objective",
     "Leakage",
+    "AttackerKind",
     "OBJECTIVES",
+    "ATTACKER_KINDS",
     "CHECKPOINT_FILE",
     "CONFIG_FILE",
     "SUMMARY_FILE",
@@ -29,8 +31,13 @@ __all__ = [
 
 Objective = Literal["preference", "utility-budget", "privacy-budget"]
 Leakage = Literal["clamped", "raw"]
+#: the in-game attacker: "population" = H(x) with one output per known individual (App. L.8,
+#: :class:`bngp.attacks.network.Attacker`); "per-individual" = H(x, d_k) with weights shared across
+#: individuals (:mod:`bngp.attacks.per_individual_network`).
+AttackerKind = Literal["population", "per-individual"]
 
 OBJECTIVES: tuple[str, ...] = get_args(Objective)
+ATTACKER_KINDS: tuple[str, ...] = get_args(AttackerKind)
 CHECKPOINT_FILE = "checkpoint.pt"
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
@@ -66,7 +73,12 @@ class GameConfig:
         noise_dim: q, the dimension of the defender's randomness r.
         defender_lr, attacker_lr, weight_decay, lr_decay, decay_every: Adam + ExponentialLR
             (App. L.8; decay applied every ``decay_every`` defender steps).
-        attacker_init: one of :data:`bngp.attacks.network.ATTACKER_INITS`.
+        attacker_init: one of :data:`bngp.attacks.network.ATTACKER_INITS`: the initialisation of
+            the "population" attacker (in game) and of the fresh-attacker check's network.
+        attacker_kind: one of :data:`ATTACKER_KINDS`, the in-game attacker H.  With
+            "per-individual" the refits set that attacker's linear part in closed form
+            (:meth:`bngp.attacks.per_individual_network.PerIndividualAttacker.fit_linear_part`)
+            instead of the K-output linear head.
         defender_skip: a zero-initialised linear skip b -> G's pre-sigmoid output.
         defender_shrink: a learned per-attribute shrinkage alpha of the release towards the
             prior-mean statistic f(theta) (:class:`bngp.defenses.network.Defender`), trained at
@@ -85,7 +97,8 @@ class GameConfig:
         leakage: "clamped" (max(h - CEL, 0)) or "raw" (h - CEL, the paper's -CEL up to a constant).
         attacker_refit_every: defender steps between closed-form refits of the in-game
             attacker's linear head on ``refit_releases`` releases of the current defender
-            (default :func:`bngp.ridge.default_shadow_releases`); 0 = never.
+            (default :func:`bngp.ridge.default_shadow_releases`, or for the per-individual attacker
+            :data:`bngp.attacks.per_individual_network.REFIT_RELEASES`); 0 = never.
         train_refitted_head: also train the refitted head by Adam between refits.
         select_defender: keep the defender state that did best against a freshly refitted
             attacker, by the defender's own objective on ``REFIT_VALIDATION_DRAWS`` held-out draws.
@@ -112,6 +125,7 @@ class GameConfig:
     lr_decay: float = 0.988
     decay_every: int = 50
     attacker_init: AttackerInit = "reconstruction"
+    attacker_kind: AttackerKind = "population"
     defender_skip: bool = False
     defender_shrink: bool = True
     defender_full_rank_noise: bool = True
@@ -163,6 +177,8 @@ class GameConfig:
 
         if self.attacker_init not in ATTACKER_INITS:
             raise InputError(f"`attacker_init` must be one of {', '.join(ATTACKER_INITS)}, got {self.attacker_init!r}.")
+        if self.attacker_kind not in ATTACKER_KINDS:
+            raise InputError(f"`attacker_kind` must be one of {', '.join(ATTACKER_KINDS)}, got {self.attacker_kind!r}.")
         if self.against != "bayesian":
             from bngp.attacks.registry import available_attacks
 

@@ -5,7 +5,11 @@ steps (cross-entropy CEL(H(x), b) over draws b ~ sigma, r ~ U[0, 1]^q; its minim
 posterior, Lemma 3) per defender step on the objective of :mod:`bngp.game.objectives`.
 The in-game attacker's linear head is refitted in closed form on the current defender and
 the defender state that does best against a freshly refitted attacker is kept
-(``docs/design/game.md`` gives the reasons and the measurements).
+(``docs/design/game.md`` gives the reasons and the measurements).  The in-game attacker is the
+paper's H(x) with one output per known individual (``GameConfig.attacker_kind = "population"``)
+or H(x, d_k) with weights shared across individuals, applied to every known individual
+("per-individual", :mod:`bngp.attacks.per_individual_network`), whose refits set its linear
+part (per-SNV weights and their logistic calibration) in closed form instead.
 
 Everything random is drawn from torch Generators seeded from streams spawned from the run's
 seed and saved in checkpoints, so a run resumed from a checkpoint reproduces the uninterrupted
@@ -50,6 +54,13 @@ from bngp.release.mechanism import allele_frequencies
 from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
 from bngp.attacks.network import Attacker, AttackerSpec
+from bngp.attacks.per_individual_network import (
+    REFIT_RELEASES,
+    PerIndividualAttacker,
+    PerIndividualSpec,
+    PopulationBoundAttacker,
+    prior_mean_frequencies,
+)
 from bngp.defenses.network import Defender, DefenderSpec, composed_noise
 from bngp.run_dir import commit_run, open_run
 from bngp.ridge import (
@@ -157,12 +168,16 @@ class Game:
 
     # -- building blocks -------------------------------------------------------------------
     def _attacker_trained_parameters(self) -> list[nn.Parameter]:
-        """The attacker parameters Adam trains: all of them, except the linear head when it is
-        refitted in closed form (``attacker_refit_every`` > 0 and not ``train_refitted_head``)."""
-        head = self.attacker.head
-        if head is None or not self.config.attacker_refit_every or self.config.train_refitted_head:
+        """The attacker parameters Adam trains: all of them, except those refitted in closed form
+        (``attacker_refit_every`` > 0 and not ``train_refitted_head``): the K-output attacker's
+        linear head, the per-individual attacker's linear part (per-SNV weights w, beta, b_0)."""
+        if isinstance(self.attacker, PopulationBoundAttacker):
+            refitted = self.attacker.closed_form_parameters()
+        else:
+            refitted = [] if self.attacker.head is None else list(self.attacker.head.parameters())
+        if not refitted or not self.config.attacker_refit_every or self.config.train_refitted_head:
             return list(self.attacker.parameters())
-        frozen = {id(p) for p in head.parameters()}
+        frozen = {id(p) for p in refitted}
         return [p for p in self.attacker.parameters() if id(p) not in frozen]
 
     def _defender_param_groups(self) -> list[dict]:
@@ -176,8 +191,17 @@ class Game:
             groups.append({"params": per_attribute, "lr": self.config.shrink_lr, "weight_decay": 0.0})
         return groups
 
-    def _new_attacker(self) -> Attacker:
-        """H on the run's device, its weights drawn on the CPU (from the caller's seeded torch state)."""
+    def _new_attacker(self) -> Attacker | PopulationBoundAttacker:
+        """H on the run's device, its weights drawn on the CPU (from the caller's seeded torch state):
+        the K-output network, or the per-individual one bound to the population (``attacker_kind``),
+        which starts at the prior and gets its linear part at the first refit."""
+        if self.config.attacker_kind == "per-individual":
+            genotypes = self.population.genotypes
+            spec = PerIndividualSpec(self.population.n_attributes, self.mechanism.n_outputs // self.population.n_attributes)
+            network = PerIndividualAttacker(
+                spec, prior_mean_frequencies(genotypes, self.theta), self.n_members, float(np.mean(self.theta))
+            )
+            return PopulationBoundAttacker(network, genotypes).to(self.device)
         attacker = Attacker(self.attacker_spec).to(self.device)
         if self.attacker_spec.init == "reconstruction":
             attacker.initialise_from_population(self.mechanism_genotypes(), self.n_members, self.theta)
@@ -234,10 +258,16 @@ class Game:
     def refit_attacker(self, score_defender: bool = True) -> None:
         """Refit the in-game attacker's head on releases of the current defender: ridge regression,
         or the block-calibrated population inversion when it validates better (as a fresh attacker does);
-        with ``score_defender``, also score the current defender against it (``GameConfig.select_defender``)."""
-        if self.attacker.head is None:
+        for the per-individual attacker, its linear part; with ``score_defender``, also score the
+        current defender against it (``GameConfig.select_defender``).  The plain paper network
+        (init "paper") has no head and is not refitted."""
+        per_individual = isinstance(self.attacker, PopulationBoundAttacker)
+        if not per_individual and self.attacker.head is None:
             return
-        n = self.config.refit_releases or default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+        n = self.config.refit_releases or (
+            REFIT_RELEASES if per_individual
+            else default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+        )
         with self.timer("refit: releases"):
             b, r = self._draw(n)
             validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
@@ -246,16 +276,30 @@ class Game:
             validation_x, validation_x_hat = self._release(validation_b, validation_r)
             self.defender.train()
         with self.timer("refit: fit"):
-            self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta), self.theta)
-            self.attacker.calibrate_head(validation_x, validation_b)
-            prefer_population_inversion(
-                self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
-            )
+            if per_individual:
+                # No K-output head here: the ridge map from x to the K memberships, its separate
+                # recalibration (calibrate_head) and the population-inversion head
+                # (prefer_population_inversion) do not apply to H(x, d_k).  Its closed-form part,
+                # per-SNV weights and their logistic calibration (which is the recalibration), is
+                # fitted instead; like the head's refit, it zeroes the output MLP's last layer.
+                self.attacker.refit(x, b)
+            else:
+                self._refit_population_attacker(x, b, validation_x, validation_b)
         for parameter in self.attacker.refit_parameters():
             self.opt_a.state.pop(parameter, None)
         if score_defender and self.selects_defender:
             with self.timer("selection"):
                 self._consider_defender(validation_x, validation_x_hat, validation_b)
+
+    def _refit_population_attacker(
+        self, x: torch.Tensor, b: torch.Tensor, validation_x: torch.Tensor, validation_b: torch.Tensor
+    ) -> None:
+        """The K-output attacker's head: the ridge map, recalibrated, or the population inversion."""
+        self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta), self.theta)
+        self.attacker.calibrate_head(validation_x, validation_b)
+        prefer_population_inversion(
+            self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
+        )
 
     @property
     def selects_defender(self) -> bool:
@@ -502,7 +546,7 @@ class Game:
             },
             "mechanism": self.mechanism.describe(),
             "defender": self.defender.spec.to_dict(),
-            "attacker": self.attacker_spec.to_dict(),
+            "attacker": (self.attacker.spec if isinstance(self.attacker, PopulationBoundAttacker) else self.attacker_spec).to_dict(),
             "device": str(self.device),
         }
 

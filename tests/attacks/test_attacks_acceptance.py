@@ -15,10 +15,12 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from bngp.attacks import available_attacks, get_attack
+from bngp.attacks.per_individual import PerIndividualConfig
 from bngp.metrics import auc
 
 #: options keeping the learned attackers' fits short on one shared core.
-OPTIONS = {"linear": {"n_shadow_releases": 400}, "svm": {"max_pairs": 1500}}
+OPTIONS = {"linear": {"n_shadow_releases": 400}, "svm": {"max_pairs": 1500},
+           "per-individual": {"config": PerIndividualConfig(max_steps=100, warm_start_releases=200, validation_draws=64)}}
 
 
 def _auc(scores: np.ndarray, memberships: np.ndarray) -> float:

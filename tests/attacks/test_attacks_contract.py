@@ -29,6 +29,7 @@ import torch
 
 from bngp.attacks import available_attacks, get_attack
 from bngp.attacks.base import AttackKnowledge, attack_knowledge
+from bngp.attacks.per_individual import PerIndividualConfig
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
@@ -55,6 +56,8 @@ FAST_OPTIONS = {
     "stacked": {"n_stacking_releases": 20},
     "bayesian": {"config": AttackerTrainingConfig(steps=5, batch_size=8, shadow_releases=30, validation_draws=10,
                                                   validate_every=5)},
+    "per-individual": {"config": PerIndividualConfig(max_steps=40, batch_size=8, warm_start_releases=60,
+                                                     validation_draws=20, validate_every=20, patience=2)},
 }
 
 #: minimum mean per-release AUC on the undefended evaluation releases.  Measured on this
