@@ -18,11 +18,13 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # data
     "Population": "bngp.data.population",
+    "BitMatrix": "bngp.data.bits",
     "UniformSubsetPrior": "bngp.data.priors",
     "BernoulliPrior": "bngp.data.priors",
     "simulate_independent": "bngp.data.independent",
     "simulate_genome": "bngp.data.genome",
     "load_vcf": "bngp.data.vcf",
+    "write_vcf": "bngp.data.vcf",
     "load_adult": "bngp.data.adult",
     "load_digits_population": "bngp.data.images",
     "load_mnist_population": "bngp.data.images",

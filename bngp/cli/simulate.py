@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             from bngp.data.genome import simulate_genome
 
-            population = simulate_genome(args.individuals, args.reference, args.snvs, seed=args.seed, min_maf=args.min_maf,
-                                         max_r2=args.max_r2, packed=args.packed)
+            population = simulate_genome(args.individuals, args.reference, args.snvs, seed=args.seed,
+                                         min_maf=args.min_maf, max_r2=args.max_r2, packed=args.packed)
         source = f"{args.model}, seed {args.seed}"
     from bngp.data.npz import save_population
 

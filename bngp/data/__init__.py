@@ -12,11 +12,13 @@ from typing import Any
 
 _EXPORTS = {
     "Population": "bngp.data.population",
+    "BitMatrix": "bngp.data.bits",
     "load_population": "bngp.data.npz",
     "save_population": "bngp.data.npz",
     "simulate_independent": "bngp.data.independent",
     "simulate_genome": "bngp.data.genome",
     "load_vcf": "bngp.data.vcf",
+    "write_vcf": "bngp.data.vcf",
     "load_adult": "bngp.data.adult",
     "read_adult": "bngp.data.adult",
     "adult_attribute_names": "bngp.data.adult",

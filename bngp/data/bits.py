@@ -27,7 +27,7 @@ import numpy as np
 from bngp.errors import DataFormatError, InputError
 from bngp.validation import check_binary_matrix
 
-__all__ = ["BitMatrix", "BitRowsBuilder", "COLUMN_BLOCK", "as_dense"]
+__all__ = ["BitMatrix", "BitRowsBuilder", "COLUMN_BLOCK"]
 
 #: columns unpacked at once by the block helpers (a multiple of 8: byte-aligned slices).
 COLUMN_BLOCK = 8192
@@ -155,11 +155,6 @@ class BitMatrix:
     def column_means(self) -> np.ndarray:
         """Fraction of ones in each column, (columns,) float64."""
         return self.column_sums() / len(self)
-
-
-def as_dense(matrix: np.ndarray | BitMatrix) -> np.ndarray:
-    """``matrix`` as a dense array (unpacked when it is a :class:`BitMatrix`)."""
-    return matrix.to_dense() if isinstance(matrix, BitMatrix) else matrix
 
 
 class BitRowsBuilder:

@@ -82,7 +82,10 @@ def load_population(path: str | Path) -> Population:
         if not isinstance(metadata, dict):
             raise DataFormatError(f"population file {path}: `metadata` must be a JSON object (a string array).")
     if "genotypes_bits" in arrays:
-        n_attributes = int(arrays["n_attributes"])
+        try:
+            n_attributes = int(arrays["n_attributes"])
+        except (TypeError, ValueError):
+            raise DataFormatError(f"population file {path}: `n_attributes` must be one integer.") from None
         genotypes = BitMatrix(arrays["genotypes_bits"], n_attributes)
         reference = BitMatrix(arrays["reference_bits"], n_attributes)
     else:

@@ -86,8 +86,9 @@ class Population:
         """This population with bit-packed genotypes and reference panel (itself if already packed)."""
         if self.packed:
             return self
-        return Population(BitMatrix.from_dense(self.genotypes, "genotypes"), BitMatrix.from_dense(self.reference, "reference"),
-                          self.ids, self.reference_ids, self.attribute_names, self.metadata)
+        genotypes = BitMatrix.from_dense(self.genotypes, "genotypes")
+        reference = BitMatrix.from_dense(self.reference, "reference")
+        return Population(genotypes, reference, self.ids, self.reference_ids, self.attribute_names, self.metadata)
 
     def to_dense(self) -> "Population":
         """This population with dense uint8 matrices (itself if already dense)."""

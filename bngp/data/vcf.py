@@ -328,7 +328,8 @@ def write_vcf(population: Population, path: str | Path, *, gzip_level: int = 1) 
             text[:, -1, 3] = ord("\n")
             fixed = [f"{c}\t{p}\t{i}\tA\tG\t.\tPASS\t.\tGT\t" for c, p, i in
                      zip(chromosomes[start:stop].tolist(), positions[start:stop].tolist(), ids[start:stop].tolist())]
-            handle.write(b"".join(line.encode() + row.tobytes() for line, row in zip(fixed, text.reshape(len(fixed), -1))))
+            rows = text.reshape(len(fixed), -1)
+            handle.write(b"".join(line.encode() + row.tobytes() for line, row in zip(fixed, rows)))
         if handle is not raw:
             handle.close()
     return path

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from attacks.statistics import dwork_score, homer, lrs, weighted_score
+from bngp.attacks.statistics import dwork_score, homer, lrs, weighted_score
 from bngp.cli import main
 from bngp.data.bits import BitMatrix
 from bngp.data.genome import simulate_genome
@@ -179,7 +179,7 @@ def test_cli_refuses_bad_max_r2(tmp_path, capsys, value):
 
 def test_reconstruction_design_operator_packed_equals_dense(population):
     """The packed design A = Z^T / n gives A delta, A^T y, A 1 and A^T A of the dense one (to rounding)."""
-    from attacks.inversion import Design
+    from bngp.attacks.inversion import Design
 
     dense, packed = Design(population.genotypes, 30), Design(population.to_packed().genotypes, 30)
     rng = np.random.default_rng(5)
