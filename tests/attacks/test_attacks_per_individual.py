@@ -130,7 +130,7 @@ def test_it_scores_individuals_it_never_saw(population) -> None:
                                rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("spec", ["none", "laplace:epsilon=50"])
+@pytest.mark.parametrize("spec", [pytest.param("none", marks=pytest.mark.slow), "laplace:epsilon=50"])
 def test_as_strong_as_the_k_output_attackers_at_small_size(population, spec) -> None:
     """K = 60, N = 30, |Q| = 200, the same 50 releases for all: the per-individual attacker's AUC is
     within 0.02 of the stronger of `linear` and `bayesian` (measured: none 0.996 against 1.000;
