@@ -21,7 +21,9 @@ checked equal).  Wall times are read against the float32 matmul throughput measu
 run (:func:`bngp.timing.matmul_flops`, one thread).
 
 Writes ``results.json`` and ``report.md`` under ``--out`` (default
-``experiments/results/per_individual``).  Run with one thread:
+``experiments/results/per_individual``), and each cell's record under ``OUT/cells/``: a rerun
+reuses the cells of the same scale, seed, defense, attack and releases (delete them to recompute).
+Run with one thread:
 
     OMP_NUM_THREADS=1 python experiments/per_individual_attacker.py [--scale paper|small] [--epsilon E]
         [--releases R] [--seed S] [--out DIR]
@@ -40,6 +42,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from bngp.io_utils import write_json
 
 RESULTS = Path(__file__).resolve().parent / "results" / "per_individual"
 #: (K, N, |Q|, population source) by scale.
@@ -136,15 +140,20 @@ def inversion_path(population_file: Path, defense_spec: str, members: int, relea
     }
 
 
-def _spawn_cell(population_file: Path, defense: str, attack: str, members: int, releases: int, seed: int,
-                work: Path) -> dict:
-    out = work / f"{defense.replace(':', '_').replace('=', '_')}-{attack}.json"
-    command = [sys.executable, str(Path(__file__).resolve()), "--cell", str(population_file), defense, attack,
-               str(members), str(releases), str(seed), str(out)]
+def _cell(population_file: Path, key: dict, cells_dir: Path) -> dict:
+    """The record of one cell: read back from ``cells_dir`` when a run of the same ``key`` (scale,
+    seed, defense, attack, members, releases) finished it already, else computed in a new process."""
+    out = cells_dir / f"{key['scale']}_seed{key['seed']}_{key['defense'].replace(':', '_').replace('=', '_')}-{key['attack']}.json"
+    if out.is_file():
+        record = json.loads(out.read_text())
+        if record.get("key") == key:
+            return {**record, "reused": True}
+    command = [sys.executable, str(Path(__file__).resolve()), "--cell", str(population_file), key["defense"],
+               key["attack"], str(key["members"]), str(key["releases"]), str(key["seed"]), str(out)]
     started = time.perf_counter()
     subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-    record = json.loads(out.read_text())
-    record["wall_seconds"] = time.perf_counter() - started
+    record = {**json.loads(out.read_text()), "key": key, "wall_seconds": time.perf_counter() - started}
+    write_json(out, record)
     return record
 
 
@@ -181,7 +190,9 @@ def report_markdown(payload: dict) -> str:
         "",
         f"Same-run float32 matmul throughput (one thread): {flops / 1e9:.1f} GFLOP/s at the start, "
         f"{payload['matmul_flops_end'] / 1e9:.1f} at the end; 'matmul-equivalent' below is wall seconds x the first. "
-        f"Total wall time {payload['wall_seconds']:.0f} s.",
+        f"Total wall time {payload['wall_seconds']:.0f} s"
+        + (f" (cells reused from an earlier, interrupted run: {', '.join(payload['reused_cells'])})."
+           if payload["reused_cells"] else "."),
         "",
         "| defense | attacker | AUC ± std | BGP risk (nats) | parameters | fit + score (s) | matmul-equivalent (TFLOP) "
         "| process peak RSS (GiB) | Adam steps | shadow releases read |",
@@ -288,15 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cell:
         population, defense, attack, members, releases, seed, out = args.cell
-        record = run_cell(Path(population), defense, attack, int(members), int(releases), int(seed))
-        Path(out).write_text(json.dumps(record))
+        write_json(out, run_cell(Path(population), defense, attack, int(members), int(releases), int(seed)))
         return 0
 
     import torch
 
     torch.set_num_threads(1)
     from bngp.data.npz import save_population
-    from bngp.io_utils import write_json
     from bngp.timing import matmul_flops
 
     started = time.perf_counter()
@@ -312,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         "matmul_flops": flops,
         "defenses": {},
     }
+    cells_dir = args.out / "cells"
+    cells_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="per-individual-") as work:
         work = Path(work)
         population_started = time.perf_counter()
@@ -324,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
             cells = {}
             for attack in ATTACKS:
                 print(f"[per-individual] {defense} / {attack} ...", file=sys.stderr, flush=True)
-                cells[attack] = _spawn_cell(population_file, defense, attack, members, args.releases, args.seed, work)
+                key = {"scale": args.scale, "seed": args.seed, "defense": defense, "attack": attack, "members": members,
+                       "releases": args.releases}
+                cells[attack] = _cell(population_file, key, cells_dir)
                 print(f"[per-individual] {defense} / {attack}: AUC {cells[attack]['auc']:.4f} "
                       f"({cells[attack]['wall_seconds']:.0f} s)", file=sys.stderr, flush=True)
             path = inversion_path(population_file, defense, members, args.releases, args.seed)
@@ -333,8 +346,9 @@ def main(argv: list[str] | None = None) -> int:
             payload["defenses"][defense] = {"cells": cells, "comparison": compare(cells), "inversion_path": path}
     payload["matmul_flops_end"] = matmul_flops()
     payload["wall_seconds"] = time.perf_counter() - started
+    payload["reused_cells"] = [f"{defense} / {attack}" for defense, entry in payload["defenses"].items()
+                               for attack, cell in entry["cells"].items() if cell.get("reused")]
     payload["reading"] = reading(payload)
-    args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "results.json", payload)
     (args.out / "report.md").write_text(report_markdown(payload))
     print(report_markdown(payload))
