@@ -191,7 +191,7 @@ def report_markdown(payload: dict) -> str:
         f"Same-run float32 matmul throughput (one thread): {flops / 1e9:.1f} GFLOP/s at the start, "
         f"{payload['matmul_flops_end'] / 1e9:.1f} at the end; 'matmul-equivalent' below is wall seconds x the first. "
         f"Total wall time {payload['wall_seconds']:.0f} s"
-        + (f" (cells reused from an earlier, interrupted run: {', '.join(payload['reused_cells'])})."
+        + (f" (cells reused from an earlier run: {', '.join(payload['reused_cells'])})."
            if payload["reused_cells"] else "."),
         "",
         "| defense | attacker | AUC ± std | BGP risk (nats) | parameters | fit + score (s) | matmul-equivalent (TFLOP) "
