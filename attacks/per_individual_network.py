@@ -66,7 +66,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bngp.data.bits import BitMatrix
+from bngp.data.bits import COLUMN_BLOCK, BitMatrix
 from bngp.errors import InputError
 from bngp.ridge import logistic_calibration
 from bngp.validation import check_positive_int
@@ -139,13 +139,21 @@ class PerIndividualSpec:
         return {"kind": "per-individual", **asdict(self)}
 
 
-def prior_mean_frequencies(population: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """p = f(theta) = theta^T D / sum(theta): the release of the prior-mean membership, (|Q|,) float64."""
+def prior_mean_frequencies(population: np.ndarray | BitMatrix, theta: np.ndarray) -> np.ndarray:
+    """p = f(theta) = theta^T D / sum(theta): the release of the prior-mean membership, (|Q|,) float64,
+    computed over blocks of SNVs of the (K, |Q|) binary ``population`` (dense, or a bit-packed
+    :class:`bngp.data.bits.BitMatrix`), so that no float64 copy of it is made."""
     theta = np.asarray(theta, dtype=np.float64)
     total = float(theta.sum())
     if not total > 0:
         raise InputError("the membership prior must give a positive expected number of members.")
-    return theta @ np.asarray(population, dtype=np.float64) / total
+    n_snvs = population.shape[1]
+    frequencies = np.empty(n_snvs)
+    for start in range(0, n_snvs, COLUMN_BLOCK):
+        stop = min(start + COLUMN_BLOCK, n_snvs)
+        block = population.columns(start, stop) if isinstance(population, BitMatrix) else population[:, start:stop]
+        frequencies[start:stop] = theta @ np.asarray(block, dtype=np.float64) / total
+    return frequencies
 
 
 def genotype_product(genotypes: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
@@ -333,7 +341,10 @@ class PopulationBoundAttacker(nn.Module):
     def __init__(self, attacker: PerIndividualAttacker, genotypes: np.ndarray | torch.Tensor) -> None:
         super().__init__()
         self.net = attacker
-        values = torch.as_tensor(np.asarray(genotypes)).to(attacker.frequencies.dtype)
+        dtype = attacker.frequencies.dtype
+        # a float tensor of the network's dtype is bound as it is (shared with the caller, e.g. the game's mechanism)
+        values = genotypes.detach().to(dtype) if isinstance(genotypes, torch.Tensor) \
+            else torch.as_tensor(np.asarray(genotypes)).to(dtype)
         if values.ndim != 2 or values.shape[1] != attacker.spec.n_snvs:
             raise InputError(f"`genotypes` must have shape (K, {attacker.spec.n_snvs}), got {tuple(values.shape)}.")
         self.register_buffer("genotypes", values, persistent=False)
@@ -354,5 +365,11 @@ class PopulationBoundAttacker(nn.Module):
         """:meth:`PerIndividualAttacker.fit_linear_part` on releases of the bound population."""
         self.net.fit_linear_part(releases, memberships, self.genotypes)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x, self.genotypes)
+    def forward(self, x: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (R, K) of releases x for every bound individual, or (R, |S|) for the indices
+        ``individuals`` = S only.  Without gradients they are computed by :func:`score_in_blocks`
+        (bounded memory: an evaluation scores hundreds of releases against all K)."""
+        genotypes = self.genotypes if individuals is None else self.genotypes[individuals]
+        if torch.is_grad_enabled():
+            return self.net(x, genotypes)
+        return score_in_blocks(self.net, x, genotypes)

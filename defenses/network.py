@@ -12,7 +12,7 @@ the population and the prior, so t carries no membership signal), at a utility c
 the paper, whose G must learn the same cancellation through its hidden layers).
 Layers (App. L.8, Table 1a, K = 800, q = 30, |Q| = 5000): Linear(830, 1500)-BN-ReLU,
 Linear(1500, 1100)-BN-LeakyReLU, Linear(1100, 500), Linear(500, 5000).  Widths scale with
-K + q and |Q| (:func:`defender_widths`).
+K + q and |Q| (:func:`defender_widths`), the bottleneck capped at the paper's 500.
 Optionally (``full_rank_noise``) plus per-attribute Gaussian noise sigma * e, e ~ N(0, I_|Q|),
 sigma >= 0 learned: the network's own noise comes from q uniforms through a 500-wide layer,
 so it lies near a q-dimensional manifold that a linear attacker fitted on enough releases
@@ -31,16 +31,25 @@ from torch import nn
 
 from bngp.errors import InputError
 
-__all__ = ["DefenderSpec", "Defender", "defender_widths", "composed_noise"]
+__all__ = ["DefenderSpec", "Defender", "defender_widths", "composed_noise", "MAX_BOTTLENECK"]
+
+#: the widest last hidden layer of G by default: the paper's 500 (App. L.8 Table 1a, |Q| = 5000).
+MAX_BOTTLENECK = 500
 
 
 def defender_widths(n_individuals: int, noise_dim: int, n_outputs: int) -> tuple[int, int, int]:
-    """Hidden widths of G scaled from App. L.8 Table 1a (830 -> 1500 -> 1100 -> 500 -> 5000)."""
+    """Hidden widths of G scaled from App. L.8 Table 1a (830 -> 1500 -> 1100 -> 500 -> 5000).
+
+    The first two scale with K + q; the bottleneck with |Q| up to the paper's |Q| = 5000 and is
+    capped there (:data:`MAX_BOTTLENECK`): scaled further, the output layer's h_3 |Q| weights
+    would grow as |Q|^2 (10^9 at |Q| = 10^5, 16 GiB with Adam's moments), while G's own
+    randomness lives on a q-dimensional manifold whatever h_3 (the full-rank noise has |Q|
+    scales of its own)."""
     inputs = n_individuals + noise_dim
     return (
         max(32, math.ceil(inputs * 1500 / 830)),
         max(32, math.ceil(inputs * 1100 / 830)),
-        max(32, math.ceil(n_outputs * 500 / 5000)),
+        max(32, min(MAX_BOTTLENECK, math.ceil(n_outputs * 500 / 5000))),
     )
 
 

@@ -47,6 +47,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help=f"in-game attacker H: {' or '.join(ATTACKER_KINDS)} (population = one output per known "
                              "individual, the paper's; per-individual = H(x, d_k) with weights shared across "
                              "individuals)")
+    parser.add_argument("--individual-batch", type=int, metavar="N",
+                        help="with --attacker per-individual: individuals scored per update, a random subset "
+                             "(default all K; refits and evaluations always score all K)")
+    parser.add_argument("--refit-every", type=int, default=defaults.attacker_refit_every, metavar="STEPS",
+                        help="defender steps between closed-form refits of the in-game attacker (0 = never)")
+    parser.add_argument("--eval-every", type=int, default=defaults.eval_every, metavar="STEPS",
+                        help="defender steps between held-out evaluations")
+    parser.add_argument("--eval-batch", type=int, default=defaults.eval_batch, metavar="N",
+                        help="membership draws in the held-out evaluation batch")
     parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check_steps,
                         help="steps of the fresh attacker trained after training (0 = skip)")
     parser.add_argument("--resume", action="store_true",
@@ -75,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"`--kappa` must be in [0, {KAPPA_MAX:g}], got {args.kappa}.")
     if args.attacker not in ATTACKER_KINDS:
         raise InputError(f"`--attacker` must be one of {', '.join(ATTACKER_KINDS)}, got {args.attacker!r}.")
+    if args.individual_batch is not None and args.attacker != "per-individual":
+        raise InputError("`--individual-batch` needs `--attacker per-individual`.")
     if args.objective != "preference" and args.budget is None:
         raise InputError(f"`--budget` is required with --objective {args.objective}.")
     population, prior = load_population_and_prior(args.population, args.members)
@@ -91,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
         budget=args.budget,
         attacker_init=args.attacker_init,
         attacker_kind=args.attacker,
+        individual_batch=args.individual_batch,
+        attacker_refit_every=args.refit_every,
+        eval_every=args.eval_every,
+        eval_batch=args.eval_batch,
         against=args.against,
         dp_epsilon=args.dp_epsilon,
         dp_penalty=args.dp_penalty,

@@ -79,6 +79,11 @@ class GameConfig:
             "per-individual" the refits set that attacker's linear part in closed form
             (:meth:`bngp.attacks.per_individual_network.PerIndividualAttacker.fit_linear_part`)
             instead of the K-output linear head.
+        individual_batch: individuals scored per attacker and defender update (per-individual
+            attacker only; None = all K): each update draws a uniform subset S of this size
+            without replacement and the cross-entropies and the leakage are averaged over the
+            pairs (release, k in S), unbiased for their average over all K, at a genotype
+            product K / |S| times cheaper.  Refits, selection and evaluations score all K.
         defender_skip: a zero-initialised linear skip b -> G's pre-sigmoid output.
         defender_shrink: a learned per-attribute shrinkage alpha of the release towards the
             prior-mean statistic f(theta) (:class:`bngp.defenses.network.Defender`), trained at
@@ -126,6 +131,7 @@ class GameConfig:
     decay_every: int = 50
     attacker_init: AttackerInit = "reconstruction"
     attacker_kind: AttackerKind = "population"
+    individual_batch: int | None = None
     defender_skip: bool = False
     defender_shrink: bool = True
     defender_full_rank_noise: bool = True
@@ -179,6 +185,11 @@ class GameConfig:
             raise InputError(f"`attacker_init` must be one of {', '.join(ATTACKER_INITS)}, got {self.attacker_init!r}.")
         if self.attacker_kind not in ATTACKER_KINDS:
             raise InputError(f"`attacker_kind` must be one of {', '.join(ATTACKER_KINDS)}, got {self.attacker_kind!r}.")
+        if self.individual_batch is not None:
+            if self.attacker_kind != "per-individual":
+                raise InputError("`individual_batch` needs the per-individual attacker (attacker_kind='per-individual').")
+            if int(self.individual_batch) < 1:
+                raise InputError(f"`individual_batch` must be >= 1, got {self.individual_batch}.")
         if self.against != "bayesian":
             from bngp.attacks.registry import available_attacks
 

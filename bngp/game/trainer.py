@@ -50,7 +50,7 @@ from bngp.data.priors import MembershipPrior
 from bngp.device import DeviceName, resolve_device, to_cpu
 from bngp.errors import InputError, TrainingError
 from bngp.io_utils import atomic_write, load_torch_payload, write_json
-from bngp.release.mechanism import allele_frequencies
+from bngp.release.mechanism import ComposedMechanism, allele_frequencies
 from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
 from bngp.attacks.network import Attacker, AttackerSpec
@@ -114,11 +114,17 @@ class Game:
         self.population = population
         self.prior = prior
         self.config = config
-        self.mechanism = release_mechanism(population.genotypes, len(config.fixed_gaussian_sigmas) + 1, self.device)
+        source = population.genotypes
+        if config.attacker_kind == "per-individual" and population.packed:
+            source = np.asarray(source)  # H(x, d_k) needs the dense genotypes: the mechanism shares them
+        self.mechanism = release_mechanism(source, len(config.fixed_gaussian_sigmas) + 1, self.device)
+        del source
         n_out = population.n_attributes
         self.learned_slice = slice(self.mechanism.n_outputs - n_out, self.mechanism.n_outputs)
         self.kappa = torch.as_tensor(config.kappa_weights(n_out), dtype=torch.float32).to(self.device)
         self.theta = prior.marginals
+        #: h(theta_k) per individual, and their mean h(theta), the prior-only attacker's cross-entropy.
+        self.entropies = torch.as_tensor(binary_entropy(self.theta), dtype=torch.float32)
         self.prior_entropy = float(np.mean(binary_entropy(self.theta)))
         self.n_members = float(np.sum(self.theta))
         #: independent streams of the run, spawned from its seed.
@@ -196,16 +202,37 @@ class Game:
         the K-output network, or the per-individual one bound to the population (``attacker_kind``),
         which starts at the prior and gets its linear part at the first refit."""
         if self.config.attacker_kind == "per-individual":
-            genotypes = self.population.genotypes
             spec = PerIndividualSpec(self.population.n_attributes, self.mechanism.n_outputs // self.population.n_attributes)
             network = PerIndividualAttacker(
-                spec, prior_mean_frequencies(genotypes, self.theta), self.n_members, float(np.mean(self.theta))
+                spec, prior_mean_frequencies(self.population.genotypes, self.theta), self.n_members, float(np.mean(self.theta))
             )
-            return PopulationBoundAttacker(network, genotypes).to(self.device)
+            return PopulationBoundAttacker(network.to(self.device), self._mechanism_matrix())
+
         attacker = Attacker(self.attacker_spec).to(self.device)
         if self.attacker_spec.init == "reconstruction":
             attacker.initialise_from_population(self.mechanism_genotypes(), self.n_members, self.theta)
         return attacker
+
+    def _mechanism_matrix(self) -> torch.Tensor:
+        """The (K, |Q|) float32 genotypes of f(D) on the run's device: the mechanism's own tensor
+        (one copy of the population in memory), or a dense copy of its bit-packed matrix."""
+        part = self.mechanism.parts[0] if isinstance(self.mechanism, ComposedMechanism) else self.mechanism
+        if isinstance(part.genotypes, torch.Tensor):
+            return part.genotypes
+        return torch.as_tensor(np.asarray(part.genotypes), dtype=torch.float32).to(self.device)
+
+    def _draw_individuals(self) -> torch.Tensor | None:
+        """The individuals S scored in one update (``GameConfig.individual_batch``): None for all
+        K, else that many indices, uniform without replacement, drawn from the training stream."""
+        size = self.config.individual_batch
+        if size is None or size >= self.population.n_individuals:
+            return None
+        chosen = torch.randperm(self.population.n_individuals, generator=self.generator)[:size]
+        return chosen.sort().values.to(self.device)
+
+    def _attack(self, x: torch.Tensor, individuals: torch.Tensor | None) -> torch.Tensor:
+        """The in-game attacker's logits on releases x: (R, K), or (R, |S|) for the individuals S."""
+        return self.attacker(x) if individuals is None else self.attacker(x, individuals)
 
     def mechanism_genotypes(self) -> np.ndarray:
         """The (K, n_outputs) matrix whose frequencies the mechanism releases (for the head)."""
@@ -224,8 +251,9 @@ class Game:
             return None
         return objectives.implied_dp_epsilon(self.config.dp_epsilon, self.theta)
 
-    def _dp_violation(self, probabilities: torch.Tensor) -> torch.Tensor:
-        return objectives.dp_violation(probabilities, self.dp_bounds)
+    def _dp_violation(self, probabilities: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
+        bounds = self.dp_bounds if individuals is None else tuple(bound[individuals] for bound in self.dp_bounds)
+        return objectives.dp_violation(probabilities, bounds)
 
     def _draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """n memberships b ~ sigma and defender randomness r, drawn on the CPU, on the run's device."""
@@ -251,8 +279,14 @@ class Game:
         """(kappa-weighted, plain) utility losses over the learned mechanism's outputs."""
         return objectives.utility_losses(x[:, self.learned_slice], x_hat[:, self.learned_slice], self.kappa)
 
-    def _leakage(self, logits: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return objectives.leakage(logits, b, self.prior_entropy, recalibrate=self.config.recalibrate, mode=self.config.leakage)
+    def _leakage(self, logits: torch.Tensor, b: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
+        """Leakage of logits (R, K) of memberships b, or of the columns S = ``individuals`` (logits
+        (R, |S|), b (R, K)) measured against their own mean prior entropy."""
+        entropy = self.prior_entropy
+        if individuals is not None:
+            b = b[:, individuals]
+            entropy = float(self.entropies[individuals.cpu()].mean())
+        return objectives.leakage(logits, b, entropy, recalibrate=self.config.recalibrate, mode=self.config.leakage)
 
     @torch.no_grad()
     def refit_attacker(self, score_defender: bool = True) -> None:
@@ -336,7 +370,9 @@ class Game:
                 b, r = self._draw(self.config.batch_size)
                 with torch.no_grad():
                     x, _ = self._release(b, r)
-                attacker_loss = F.binary_cross_entropy_with_logits(self.attacker(x), b)
+                individuals = self._draw_individuals()
+                targets = b if individuals is None else b[:, individuals]
+                attacker_loss = F.binary_cross_entropy_with_logits(self._attack(x, individuals), targets)
                 self.opt_a.zero_grad(set_to_none=True)
                 attacker_loss.backward()
                 self.opt_a.step()
@@ -347,16 +383,17 @@ class Game:
         """One defender update against the current attacker; returns the losses."""
         b, r = self._draw(self.config.batch_size)
         x, x_hat = self._release(b, r)
-        logits = self.attacker(x)
+        individuals = self._draw_individuals()
+        logits = self._attack(x, individuals)
         if self.opponent is None:
-            leakage = self._leakage(logits, b)
+            leakage = self._leakage(logits, b, individuals)
         else:
             leakage = self._opponent_loss(b, x)
         weighted, plain = self._utility(x, x_hat)
         defender_loss = objectives.defender_loss(self.config, self.multiplier, leakage, weighted, plain)
         violation = torch.zeros(())
         if self.dp_bounds is not None:
-            violation = self._dp_violation(torch.sigmoid(logits))
+            violation = self._dp_violation(torch.sigmoid(logits), individuals)
             defender_loss = defender_loss + self.config.dp_penalty * violation
         self.opt_d.zero_grad(set_to_none=True)
         self.opt_a.zero_grad(set_to_none=True)

@@ -19,7 +19,7 @@ from bngp.attacks.per_individual import PerIndividualConfig
 from bngp.metrics import auc
 
 #: options keeping the learned attackers' fits short on one shared core.
-OPTIONS = {"linear": {"n_shadow_releases": 400}, "svm": {"max_pairs": 1500},
+OPTIONS = {"linear": {"n_shadow_releases": 400}, "whitened": {"n_shadow_releases": 400}, "svm": {"max_pairs": 1500},
            "per-individual": {"config": PerIndividualConfig(max_steps=100, warm_start_releases=200, validation_draws=64)}}
 
 
@@ -32,9 +32,12 @@ def _auc(scores: np.ndarray, memberships: np.ndarray) -> float:
 def _evaluate(world, names: list[str], laplace_scale: float, n_releases: int = 20) -> dict[str, float]:
     knowledge = world.knowledge(laplace_scale)
     releases, memberships = world.releases(n_releases, seed=2024, laplace_scale=laplace_scale)
-    results = {}
-    for name in names:
-        attack = get_attack(name, **OPTIONS.get(name, {})).fit(knowledge, seed=7)
+    results, fitted = {}, {}
+    for name in sorted(names, key=lambda name: name == "stacked"):  # "stacked" last, pooling the fitted bases
+        attack = get_attack(name, **OPTIONS.get(name, {}))
+        if name == "stacked":
+            attack.use_fitted(fitted)  # as bngp.evaluate does: the bases are not fitted twice
+        fitted[name] = attack.fit(knowledge, seed=7)
         results[name] = _auc(attack.score(world.population.genotypes, releases), memberships)
     return results
 

@@ -32,6 +32,19 @@ def test_train_with_the_per_individual_attacker_and_resume(small_population_file
     assert code == 2 and len(err.strip().splitlines()) == 1 and "attacker_kind" in err
 
 
+def test_train_with_an_individual_batch_and_the_scale_settings(small_population_file, tmp_path, capsys) -> None:
+    """--individual-batch, --refit-every, --eval-every and --eval-batch reach the run's config."""
+    run = tmp_path / "run"
+    extra = ("--individual-batch", "10", "--refit-every", "2", "--eval-every", "2", "--eval-batch", "16")
+    assert main(_train(small_population_file, run, 4, *extra)) == 0, capsys.readouterr().err
+    config = json.loads((run / "config.json").read_text())["config"]
+    assert (config["individual_batch"], config["attacker_refit_every"], config["eval_every"], config["eval_batch"]) == (10, 2, 2, 16)
+    assert [row["step"] for row in json.loads((run / "summary.json").read_text())["history"]] == [2, 4]
+    code = main(_train(small_population_file, tmp_path / "other", 4, "--individual-batch", "10", attacker="population"))
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == "bngp train: error: `--individual-batch` needs `--attacker per-individual`."
+
+
 def test_unknown_attacker_is_a_one_line_error(small_population_file, tmp_path, capsys) -> None:
     code = main(_train(small_population_file, tmp_path / "run", 4, attacker="per-snp"))
     err = capsys.readouterr().err

@@ -14,6 +14,12 @@ def test_paper_widths_at_paper_scale():
     assert attacker_widths(5000) == (3400, 2000)
 
 
+def test_defender_bottleneck_is_capped_at_the_papers_500_beyond_paper_scale():
+    # beacon scale (issue 17): the output layer stays 500 x |Q|, not |Q|/10 x |Q| (10^9 weights at 10^5)
+    assert defender_widths(2500, 30, 100_000) == (4573, 3354, 500)
+    assert defender_widths(800, 30, 2000) == (1500, 1100, 200)
+
+
 def test_defender_output_range_and_shape():
     torch.manual_seed(0)
     g = Defender(DefenderSpec(20, 50, noise_dim=4))
