@@ -140,7 +140,7 @@ def test_sigkill_of_evaluate_and_audit_mechanism_never_leaves_a_partial_report(s
     out = tmp_path / "report.json"
     if command == "evaluate":
         argv = ["evaluate", "--population", str(small_population_file), "--members", "20", "--defense",
-                "laplace:scale=0.05", "--attacks", "score,reconstruction,linear", "--releases", "3", "--quiet",
+                "laplace:scale=0.05", "--attacks", "score,reconstruction", "--releases", "3", "--quiet",
                 "--scores-out", str(tmp_path / "scores.npz"), "--out", str(out)]
     else:
         argv = ["audit-mechanism", "--population", str(small_population_file), "--members", "20", "--defense",
