@@ -232,30 +232,38 @@ class PerIndividualAttacker(nn.Module):
     def release_terms(self, x: torch.Tensor, *, learned: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(a (R, H), Delta (R, |Q|, H), c(x) (R, 5m)) of releases x (R, m |Q|), so that
         e(x_r, d) = a_r + sum_j d_j Delta_rj.  ``learned=False`` keeps the m linear channels only
-        (H = m; no MLP evaluated), the features of :meth:`fit_linear_part`."""
+        (H = m; no MLP evaluated), the features of :meth:`fit_linear_part`.
+
+        The per-SNV terms are computed SNV-major, (|Q|, R, .), and Delta is returned as a
+        transposed view of that: :func:`genotype_product` then reads it without a copy."""
         blocks, z = self._standardised(x)
         n_releases = x.shape[0]
         scale = self.spec.n_snvs**-0.5
+        z_major = z.permute(2, 0, 1)  # (|Q|, R, m)
         # linear channels: l_i(x, d) = g_j(d) z_ij, so psi^0 = g_j(0) z and psi^1 - psi^0 = z / sqrt(v_j)
-        linear = (self.linear_weights * scale)[None, :, None] * z.transpose(1, 2)  # (R, |Q|, m)
-        start = linear * ((0.0 - self.frequencies) * self.genotype_scale)[None, :, None]
-        step = linear * self.genotype_scale[None, :, None]
+        step = (self.linear_weights * scale * self.genotype_scale)[:, None, None] * z_major  # (|Q|, R, m)
+        start = torch.einsum("qrm,q->rm", step, 0.0 - self.frequencies)
         low, high = (blocks <= 0).to(x.dtype), (blocks >= 1).to(x.dtype)
         context = torch.cat(
             [z.mean(dim=2), z.abs().mean(dim=2), torch.log1p((z * z).mean(dim=2)), low.mean(dim=2), high.mean(dim=2)], dim=1
         )
         if not learned:
-            return start.sum(dim=1), step, context
+            return start, step.transpose(0, 1), context
         release_side = torch.cat(
             [z, low, high, self.logit_frequencies.expand(n_releases, 1, -1)], dim=1
-        ).transpose(1, 2)  # (R, |Q|, 3m + 1)
-        inputs = torch.stack(
-            [torch.cat([release_side, self._genotype_inputs(b).expand(n_releases, -1, -1)], dim=2) for b in (0.0, 1.0)]
-        )
-        phi = self.phi(inputs) * (self.snv_weights * scale)[None, None, :, None]  # (2, R, |Q|, h)
-        a = torch.cat([phi[0].sum(dim=1), start.sum(dim=1)], dim=1)
-        delta = torch.cat([phi[1] - phi[0], step], dim=2)
-        return a, delta, context
+        ).permute(2, 0, 1).reshape(self.spec.n_snvs * n_releases, -1)  # (|Q| R, 3m + 1)
+        # phi's first layer on [u_j(x), d, g_j(d)] is W_u u_j(x) + W_d (d, g_j(d)) + bias: the release
+        # part is computed once for both genotype values, the genotype part is a (|Q|, hidden) offset
+        first = self.phi[0]
+        n_release_inputs = release_side.shape[1]
+        shared = torch.addmm(first.bias, release_side, first.weight[:, :n_release_inputs].T)
+        shared = shared.reshape(self.spec.n_snvs, n_releases, -1)  # (|Q|, R, hidden)
+        genotype_weight = first.weight[:, n_release_inputs:]
+        phi0, phi1 = (self.phi[1:](shared + (self._genotype_inputs(b) @ genotype_weight.T)[:, None, :]) for b in (0.0, 1.0))
+        weights = self.snv_weights * scale  # (|Q|,)
+        a = torch.cat([torch.einsum("qrh,q->rh", phi0, weights), start], dim=1)
+        delta = torch.cat([(phi1 - phi0) * weights[:, None, None], step], dim=2)  # (|Q|, R, h + m)
+        return a, delta.transpose(0, 1), context
 
     def pair_logits(self, embedding: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
         """H from the pair embeddings e (R, K, h + m) and the release context c (R, 5m): (R, K)."""
