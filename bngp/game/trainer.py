@@ -207,19 +207,16 @@ class Game:
                 spec, prior_mean_frequencies(self.population.genotypes, self.theta), self.n_members, float(np.mean(self.theta))
             )
             return PopulationBoundAttacker(network.to(self.device), self._mechanism_matrix())
-
         attacker = Attacker(self.attacker_spec).to(self.device)
         if self.attacker_spec.init == "reconstruction":
             attacker.initialise_from_population(self.mechanism_genotypes(), self.n_members, self.theta)
         return attacker
 
     def _mechanism_matrix(self) -> torch.Tensor:
-        """The (K, |Q|) float32 genotypes of f(D) on the run's device: the mechanism's own tensor
-        (one copy of the population in memory), or a dense copy of its bit-packed matrix."""
+        """The mechanism's (K, |Q|) float32 genotype tensor on the run's device (dense whenever the
+        attacker is per-individual), which H(x, d_k) shares: one copy of the population in memory."""
         part = self.mechanism.parts[0] if isinstance(self.mechanism, ComposedMechanism) else self.mechanism
-        if isinstance(part.genotypes, torch.Tensor):
-            return part.genotypes
-        return torch.as_tensor(np.asarray(part.genotypes), dtype=torch.float32).to(self.device)
+        return part.genotypes
 
     def _draw_individuals(self) -> torch.Tensor | None:
         """The individuals S scored in one update (``GameConfig.individual_batch``): None for all

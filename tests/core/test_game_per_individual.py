@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
-from bngp.attacks.per_individual_network import PopulationBoundAttacker
+from bngp.attacks.per_individual_network import PopulationBoundAttacker, prior_mean_frequencies
+from bngp.data.bits import BitMatrix
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError, TrainingError
@@ -134,3 +136,17 @@ def test_individual_batch_needs_the_per_individual_attacker() -> None:
         GameConfig(individual_batch=10)
     with pytest.raises(InputError, match=">= 1"):
         GameConfig(individual_batch=0, attacker_kind="per-individual")
+
+
+def test_the_attacker_shares_the_mechanisms_genotypes(small_population) -> None:
+    """One float32 copy of the population: H(x, d_k) binds the mechanism's own tensor, also when the
+    population is bit-packed (unpacked once), and p = f(theta) read over SNV blocks of the bits is
+    the dense computation's."""
+    for population in (small_population, small_population.to_packed()):
+        game = _game(population)
+        assert game.attacker.genotypes.data_ptr() == game.mechanism.genotypes.data_ptr()
+    wide = (np.random.default_rng(0).random((30, 20_000)) < 0.3).astype(np.uint8)  # three SNV blocks of 8192
+    theta = np.linspace(0.1, 0.9, 30)
+    dense = theta @ wide.astype(np.float64) / theta.sum()
+    for matrix in (wide, BitMatrix.from_dense(wide)):
+        np.testing.assert_allclose(prior_mean_frequencies(matrix, theta), dense, rtol=1e-12)
