@@ -40,14 +40,28 @@ def mean_release_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(release_aucs(scores, labels)))
 
 
+def _spectrum(xc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(e, V) with X_c^T X_c = V diag(e) V^T on the row space of X_c.  With more attributes than
+    releases (q > n) from the n x n Gram matrix X_c X_c^T = U diag(e) U^T, V = X_c^T U diag(e)^-1/2
+    (its nonzero eigenvalues are X_c^T X_c's; X_c^T B_c has no component outside that space, so
+    the ridge solutions are the same), which never forms the q x q matrix."""
+    n, q = xc.shape
+    if q <= n:
+        eigenvalues, vectors = np.linalg.eigh(xc.T @ xc)  # X_c^T X_c = V diag(e) V^T
+        return np.clip(eigenvalues, 0.0, None), vectors
+    eigenvalues, u = np.linalg.eigh(xc @ xc.T)
+    keep = eigenvalues > eigenvalues.max() * 1e-12
+    eigenvalues, u = eigenvalues[keep], u[:, keep]
+    return eigenvalues, xc.T @ (u / np.sqrt(eigenvalues))
+
+
 def outside_ridge(
     train_x: np.ndarray, train_b: np.ndarray, val_x: np.ndarray, val_b: np.ndarray, test_x: np.ndarray, test_b: np.ndarray
 ) -> dict:
     """Fit ridge for every penalty, pick the best validation AUC, report its test AUC."""
     x_mean = train_x.mean(axis=0)
     xc, bc = train_x - x_mean, train_b - train_b.mean(axis=0)
-    eigenvalues, vectors = np.linalg.eigh(xc.T @ xc)  # X_c^T X_c = V diag(e) V^T
-    eigenvalues = np.clip(eigenvalues, 0.0, None)
+    eigenvalues, vectors = _spectrum(xc)
     cross = vectors.T @ (xc.T @ bc)
     val_rotated = (val_x - x_mean) @ vectors
     top = eigenvalues.max()

@@ -39,6 +39,21 @@ def test_scores_are_sklearn_ridge_at_the_chosen_penalty():
     assert result["validation_auc"] == max(auc for _, auc in result["path"])
 
 
+def test_more_attributes_than_shadow_releases_is_sklearn_ridge_too():
+    """q > n (the beacon case): the spectrum comes from the n x n Gram matrix, and the scores at the
+    chosen penalty are still scikit-learn's Ridge."""
+    rng = np.random.default_rng(2)
+    signal = rng.normal(size=(8, 120))
+    train, validation, test = (_releases(n, rng, signal, 4.0) for n in (60, 40, 30))
+    result = outside_ridge(*train, *validation, *test)
+    centred = train[0] - train[0].mean(axis=0)
+    alpha = result["penalty"] * np.linalg.eigvalsh(centred.T @ centred).max()
+    model = Ridge(alpha=alpha).fit(*train)
+    reference = (test[0] - train[0].mean(axis=0)) @ model.coef_.T
+    assert result["auc"] == pytest.approx(mean_release_auc(reference, test[1]), abs=1e-9)
+    assert result["auc"] > 0.8  # the signal is found (0.885 measured)
+
+
 def test_constant_and_noiseless_releases():
     """A release that does not vary reads 0.5 (no signal, no crash); a noiseless one reads 1."""
     rng = np.random.default_rng(1)
