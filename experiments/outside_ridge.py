@@ -50,6 +50,8 @@ def _spectrum(xc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         eigenvalues, vectors = np.linalg.eigh(xc.T @ xc)  # X_c^T X_c = V diag(e) V^T
         return np.clip(eigenvalues, 0.0, None), vectors
     eigenvalues, u = np.linalg.eigh(xc @ xc.T)
+    if not eigenvalues.max() > 0:  # releases that do not vary: no direction, the scores are all 0
+        return np.zeros(1), np.zeros((q, 1))
     keep = eigenvalues > eigenvalues.max() * 1e-12
     eigenvalues, u = eigenvalues[keep], u[:, keep]
     return eigenvalues, xc.T @ (u / np.sqrt(eigenvalues))

@@ -60,5 +60,7 @@ def test_constant_and_noiseless_releases():
     signal = rng.normal(size=(8, 30))
     constant = [(np.full((n, 30), 0.25), _releases(n, rng, signal, 0.0)[1]) for n in (100, 60, 40)]
     assert outside_ridge(*constant[0], *constant[1], *constant[2])["auc"] == 0.5
+    wide = [(np.full((n, 300), 0.25), b) for (_, b), n in zip(constant, (100, 60, 40))]  # q > n: the Gram path
+    assert outside_ridge(*wide[0], *wide[1], *wide[2])["auc"] == 0.5
     exact = [_releases(n, rng, signal, 0.0) for n in (100, 60, 40)]
     assert outside_ridge(*exact[0], *exact[1], *exact[2])["auc"] == 1.0
