@@ -162,6 +162,26 @@ def test_fit_is_deterministic_and_stops_early(population) -> None:
     assert fit["stopped_early"] and fit["best_step"] <= fit["steps"] < 2000
 
 
+def test_an_individual_batch_trains_on_subsets(population) -> None:
+    """``individual_batch``: each Adam step scores a random subset of the K = 60 individuals.
+    |S| >= K is the all-K fit exactly; |S| = 10 is deterministic for a seed and still improves on
+    the closed-form start (40 releases under Laplace eps = 50, measured: start 0.757, 300 steps
+    on subsets of 10 0.767, on all 60 0.793)."""
+    knowledge, _ = _knowledge(population, "laplace:epsilon=50")
+    releases, memberships = knowledge.simulate(40, 77)
+
+    def fitted_auc(**settings) -> tuple[float, np.ndarray]:
+        config = PerIndividualConfig(batch_size=8, warm_start_releases=60, validation_draws=32, validate_every=20, **settings)
+        scores = PerIndividualAttack(config=config).fit(knowledge, seed=4).score(population.genotypes, releases)
+        return float(release_aucs(scores, memberships).mean()), scores
+
+    start, _ = fitted_auc(max_steps=0)
+    subset, scores = fitted_auc(max_steps=300, individual_batch=10)
+    np.testing.assert_array_equal(fitted_auc(max_steps=300, individual_batch=10)[1], scores)
+    np.testing.assert_array_equal(fitted_auc(max_steps=40, individual_batch=K)[1], fitted_auc(max_steps=40)[1])
+    assert subset > start + 0.005
+
+
 def test_the_pooled_sampler_returns_what_it_is_asked_for() -> None:
     """Requests within a pool read it in order; a larger request draws a pool of its own size."""
     calls = []
@@ -225,6 +245,7 @@ def _knowledge_without(knowledge, field: str):
         (lambda: PerIndividualConfig(weight_decay=-1.0), "weight_decay"),
         (lambda: PerIndividualConfig(lr_decay=1.5), "lr_decay"),
         (lambda: PerIndividualConfig(embedding=1.5), "embedding"),
+        (lambda: PerIndividualConfig(individual_batch=0), "individual_batch"),
         (lambda: PerIndividualSpec(0), "n_snvs"),
         (lambda: PerIndividualAttacker(PerIndividualSpec(3), np.array([0.1, 0.2]), 5.0, 0.5), "frequencies"),
         (lambda: PerIndividualAttacker(PerIndividualSpec(2), np.array([0.1, 0.2]), 0.0, 0.5), "n_members"),
