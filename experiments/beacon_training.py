@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refit-every", type=int, default=20)
     parser.add_argument("--eval-every", type=int, default=20)
     parser.add_argument("--eval-batch", type=int, default=128)
-    parser.add_argument("--releases", type=int, default=50, help="evaluation releases")
+    parser.add_argument("--releases", type=int, default=100, help="evaluation releases (and the outside ridge's test releases)")
     parser.add_argument("--shadow", type=int, default=2000, help="shadow releases of the outside ridge attack")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/beacon_training"), help="large files (population, run)")
@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         "timings": summary.get("timings"), "selected": summary.get("selected"),
         "history": summary.get("history"), "defender": json.loads((run / "config.json").read_text())["defender"],
     }
-    attacks = json.loads(evaluation.read_text())["attacks"]
+    report = json.loads(evaluation.read_text())
+    attacks = report["attacks"]
+    result["utility"] = report["utility"]
     result["evaluation"] = {name: {"auc": entry["auc"], "auc_std": entry.get("auc_std")} for name, entry in attacks.items()}
     ridge = json.loads(outside.read_text())
     result["outside_ridge"] = {key: ridge[key] for key in ("auc", "test_auc_std", "penalty", "validation_auc", "shadow_releases")}
@@ -144,12 +146,24 @@ def _report(r: dict) -> str:
     for name, entry in r["evaluation"].items():
         lines.append(f"| {name} | {entry['auc']:.3f} |")
     ridge = r["outside_ridge"]
-    strongest = max(entry["auc"] for entry in r["evaluation"].values())
-    holds = strongest >= ridge["auc"] - 2 * ridge["test_auc_std"] / max(1, r["releases"]) ** 0.5
+    name, best = max(r["evaluation"].items(), key=lambda item: item[1]["auc"])
+    strongest = best["auc"]
+    # 2 standard errors of the difference, each AUC's from its spread over the (independent) test releases
+    error = ((best["auc_std"] or 0.0) ** 2 + ridge["test_auc_std"] ** 2) ** 0.5 / max(1, r["releases"]) ** 0.5
+    holds = strongest >= ridge["auc"] - 2 * error
     lines += [f"| outside ridge ({ridge['shadow_releases']:,} shadow releases, penalty {ridge['penalty']:g}) | "
-              f"{ridge['auc']:.3f} |", "",
-              f"The product's strongest attack ({strongest:.3f}) is {'not weaker than' if holds else 'WEAKER than'} "
-              "the outside ridge (2 standard errors over test releases)."]
+              f"{ridge['auc']:.3f} |", ""]
+    utility = r["utility"]
+    lines.append(f"Utility loss {utility['utility_loss']:.5f} (the data-independent release f(theta): "
+                 f"{utility['data_independent_utility_loss']:.5f}); signal retention {utility['signal_retention']:.3f}.")
+    if utility["signal_retention"] == 0.0:
+        lines.append("The kept defender releases f(theta) itself, which does not depend on the dataset: every attack's "
+                     f"AUC is 0.5 by construction, and `{name}` ({strongest:.3f}, s.e. {error:.4f} with the outside's) and "
+                     f"the outside ridge ({ridge['auc']:.3f}) read chance.")
+    else:
+        lines.append(f"The product's strongest attack (`{name}`, {strongest:.3f}) is "
+                     f"{'not weaker than' if holds else 'WEAKER than'} the outside ridge (2 standard errors of the "
+                     f"difference: {2 * error:.4f}).")
     history = r["training"]["history"] or []
     if history:
         lines += ["", "| step | held-out AUC (in-game attacker) | held-out utility loss |", "|---|---|---|"]
