@@ -63,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shadow", type=int, default=2000, help="shadow releases of the outside ridge attack")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/beacon_training"), help="large files (population, run)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, help="results directory (default experiments/results/beacon_scale/training/kappaK)")
     args = parser.parse_args(argv)
+    args.out = args.out or RESULTS / f"kappa{args.kappa:g}"
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
     bngp = [sys.executable, "-m", "bngp.cli"]
