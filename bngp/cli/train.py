@@ -86,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"`--attacker` must be one of {', '.join(ATTACKER_KINDS)}, got {args.attacker!r}.")
     if args.individual_batch is not None and args.attacker != "per-individual":
         raise InputError("`--individual-batch` needs `--attacker per-individual`.")
+    for flag, value, least in (("--individual-batch", args.individual_batch, 1), ("--refit-every", args.refit_every, 0),
+                               ("--eval-every", args.eval_every, 1), ("--eval-batch", args.eval_batch, 1)):
+        if value is not None and value < least:
+            raise InputError(f"`{flag}` must be >= {least}, got {value}.")
     if args.objective != "preference" and args.budget is None:
         raise InputError(f"`--budget` is required with --objective {args.objective}.")
     population, prior = load_population_and_prior(args.population, args.members)

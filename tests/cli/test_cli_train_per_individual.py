@@ -43,6 +43,12 @@ def test_train_with_an_individual_batch_and_the_scale_settings(small_population_
     code = main(_train(small_population_file, tmp_path / "other", 4, "--individual-batch", "10", attacker="population"))
     err = capsys.readouterr().err
     assert code == 2 and err.strip() == "bngp train: error: `--individual-batch` needs `--attacker per-individual`."
+    for flag, value, least in (("--refit-every", "-1", 0), ("--eval-every", "0", 1), ("--eval-batch", "0", 1),
+                               ("--individual-batch", "0", 1)):
+        code = main(_train(small_population_file, tmp_path / "bad", 4, flag, value))
+        err = capsys.readouterr().err
+        assert code == 2 and err.strip() == f"bngp train: error: `{flag}` must be >= {least}, got {value}."
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "bad.incomplete").exists()
 
 
 def test_unknown_attacker_is_a_one_line_error(small_population_file, tmp_path, capsys) -> None:
