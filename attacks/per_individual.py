@@ -37,7 +37,7 @@ from .per_individual_network import (
     score_in_blocks,
 )
 from .registry import register_attack
-from .training import BatchSampler, optimise_with_validation, pooled_sampler
+from .training import AttackerTrainingConfig, BatchSampler, optimise_with_validation, pooled_sampler
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from bngp.metrics import release_aucs
@@ -75,10 +75,10 @@ class PerIndividualConfig:
     head_hidden: int = 32
     max_steps: int = 3000
     batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 1e-5
-    lr_decay: float = 0.988
-    decay_every: int = 50
+    lr: float = AttackerTrainingConfig.lr
+    weight_decay: float = AttackerTrainingConfig.weight_decay
+    lr_decay: float = AttackerTrainingConfig.lr_decay
+    decay_every: int = AttackerTrainingConfig.decay_every
     warm_start_releases: int = REFIT_RELEASES
     validation_draws: int = 256
     validate_every: int = 50

@@ -124,8 +124,9 @@ class Game:
         self.kappa = torch.as_tensor(config.kappa_weights(n_out), dtype=torch.float32).to(self.device)
         self.theta = prior.marginals
         #: h(theta_k) per individual, and their mean h(theta), the prior-only attacker's cross-entropy.
-        self.entropies = torch.as_tensor(binary_entropy(self.theta), dtype=torch.float32)
-        self.prior_entropy = float(np.mean(binary_entropy(self.theta)))
+        entropies = binary_entropy(self.theta)
+        self.entropies = torch.as_tensor(entropies, dtype=torch.float32)
+        self.prior_entropy = float(np.mean(entropies))
         self.n_members = float(np.sum(self.theta))
         #: independent streams of the run, spawned from its seed.
         self.seeds = named_seeds(config.seed, SEED_STREAMS)
