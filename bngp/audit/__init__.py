@@ -5,8 +5,8 @@ method, the confidence, delta, how many thresholds were examined and the union b
 pays for that search (:class:`AuditResult`).
 
 * :mod:`~bngp.audit.many_run`: eps and GDP mu lower bounds from many runs.
-* :mod:`~bngp.audit.order_grid`: their default threshold rule, joint tests at order statistics
-  fixed in advance.
+* :mod:`~bngp.audit.order_grid`: joint tests at order statistics fixed in advance, the rule
+  their default (``"auto"``) applies to continuous scores after a probe of the support.
 * :mod:`~bngp.audit.roc`: empirical ROC, AUC, TPR at FPR, advantage.
 * :mod:`~bngp.audit.tradeoff_curve`: the many-run f-DP view: the empirical trade-off curve
   with a simultaneous confidence region, and tests of claimed curves (Gaussian, (eps, delta)).

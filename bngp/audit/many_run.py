@@ -17,7 +17,20 @@ mu_lb(t) = max(Phi^-1(1 - alpha_u) - Phi^-1(beta_u), 0) (Dong, Roth, Su 2019, De
 
 Threshold strategies (the error beta = 1 - confidence is spent once in all):
 
-* ``"grid"`` (default): m = O(log N0 + log N1) order-statistic tests fixed in advance, each
+* ``"auto"`` (default): a seeded random probe of :data:`SUPPORT_PROBE` scores per side is set
+  aside to see the scores' support.  If the probe shows at most :data:`MAX_SUPPORT` distinct
+  values (discrete scores, e.g. randomized response or a guess in {0, 1}), the thresholds
+  "score >= v" at those values but the smallest are evaluated on the other scores as
+  ``"explicit"`` thresholds; otherwise the ``"grid"`` tests run on the other scores.  With
+  fewer than 4 :data:`SUPPORT_PROBE` scores on a side there is no probe and ``"grid"`` runs on
+  every score.  Validity: the probe is chosen by randomness independent of the scores and
+  the runs are independent, so given the probe the remaining scores are still independent
+  draws from the member and non-member distributions, and the rule applied to them (a fixed
+  threshold set, or the grid) is a function of the probe alone: each branch is valid at
+  level beta conditionally on the probe, hence unconditionally.  Two-valued scores then pay
+  for the one threshold that exists, where the grid's randomly broken ties waste part of a
+  tie block; continuous scores lose only the 2 :data:`SUPPORT_PROBE` probe scores.
+* ``"grid"``: m = O(log N0 + log N1) order-statistic tests fixed in advance, each
   a joint Beta-binomial test of the claim at level beta / m; no Clopper-Pearson limits.  See
   :mod:`bngp.audit.order_grid` for the rule and its proof (ties are broken at random, seeded
   by ``seed``, when they fall on a tested threshold).
@@ -52,7 +65,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -69,6 +82,8 @@ from bngp.validation import check_finite_array, check_in_open_interval
 __all__ = [
     "BOUND_KINDS",
     "DEFAULT_STRATEGY",
+    "MAX_SUPPORT",
+    "SUPPORT_PROBE",
     "STRATEGIES",
     "GdpResult",
     "ManyRunResult",
@@ -77,11 +92,17 @@ __all__ = [
 ]
 
 #: threshold strategies accepted by :func:`many_run_audit` and :func:`gdp_audit`.
-STRATEGIES = ("grid", "bonferroni", "explicit", "split")
+STRATEGIES = ("auto", "grid", "bonferroni", "explicit", "split")
 #: mixed into an int seed for the random selection split ("split" in ASCII).
 _SPLIT_TAG = 0x73706C6974
+#: mixed into an int seed for the probe of ``"auto"`` ("probe" in ASCII).
+_PROBE_TAG = 0x70726F6265
 #: the strategy used when none is given.
-DEFAULT_STRATEGY = "grid"
+DEFAULT_STRATEGY = "auto"
+#: scores per side that ``"auto"`` sets aside to see the support (no probe below 4x as many).
+SUPPORT_PROBE = 16
+#: ``"auto"`` treats the scores as discrete when its probe shows at most this many values.
+MAX_SUPPORT = 8
 #: what a reported number is: valid with no assumption, valid only under a stated
 #: assumption (an estimate otherwise), or a point estimate.
 BOUND_KINDS = ("lower bound", "lower bound under assumption", "estimate")
@@ -335,6 +356,34 @@ def _split(
     )
 
 
+def _auto(
+    scores: np.ndarray, members: np.ndarray, beta: float, objective: Objective, family: TradeoffFamily, seed: SeedLike
+) -> _Choice:
+    """``"auto"``: the support seen on a random probe picks explicit thresholds or the grid (module docstring)."""
+    member_rows, nonmember_rows = np.flatnonzero(members), np.flatnonzero(~members)
+    if min(member_rows.size, nonmember_rows.size) < 4 * SUPPORT_PROBE:
+        chosen = _grid(scores, members, beta, family, seed)
+        return replace(chosen, union_bound=chosen.union_bound + f"; no support probe (fewer than {4 * SUPPORT_PROBE} scores on a side)")
+    rng, recorded = tagged_rng(seed, _PROBE_TAG)
+    probe = np.concatenate([
+        rng.choice(nonmember_rows, SUPPORT_PROBE, replace=False), rng.choice(member_rows, SUPPORT_PROBE, replace=False)
+    ])
+    rest = np.ones(scores.shape[0], dtype=bool)
+    rest[probe] = False
+    support = np.unique(scores[probe])
+    seen = f"support probe of {SUPPORT_PROBE} scores per side (seed {recorded}) saw {support.size} distinct value(s)"
+    if 2 <= support.size <= MAX_SUPPORT:
+        chosen = _explicit(scores[rest], members[rest], support[1:], beta, objective)
+        return replace(chosen, seed=recorded, union_bound=(
+            f"{seen}: bonferroni over the {support.size - 1} threshold(s) between them, fixed before the other "
+            f"{int(rest.sum())} scores were seen"
+        ))
+    chosen = _grid(scores[rest], members[rest], beta, family, seed)
+    return replace(chosen, seed=recorded, union_bound=(
+        f"{seen}: order-statistic grid on the other {int(rest.sum())} scores; " + chosen.union_bound
+    ))
+
+
 def _choose(
     scores: np.ndarray,
     members: np.ndarray,
@@ -360,6 +409,8 @@ def _choose(
         return _split(values, labels, beta, objective, fraction, seed)
     if strategy == "bonferroni":
         return _sweep(values, labels, beta, objective)
+    if strategy == "auto":
+        return _auto(values, labels, beta, objective, family, seed)
     return _grid(values, labels, beta, family, seed)
 
 
@@ -370,7 +421,7 @@ class ManyRunResult(AuditResult):
     Attributes:
         epsilon_lb: the lower bound on eps, clipped at 0.
         epsilon_kind: what ``epsilon_lb`` is, one of :data:`BOUND_KINDS`.
-        strategy: ``"grid"``, ``"bonferroni"``, ``"explicit"`` or ``"split"``.
+        strategy: ``"auto"``, ``"grid"``, ``"bonferroni"``, ``"explicit"`` or ``"split"``.
         threshold: the threshold of the test behind the bound (``inf`` means "predict
             nobody"); ``decision_rule`` says how it is applied.
         decision_rule: the test in words, e.g. ``"member iff score >= 0.5"``.
@@ -378,14 +429,14 @@ class ManyRunResult(AuditResult):
         false_negatives: FN of that test.
         n_nonmembers: N0 used for the bound.
         n_members: N1 used for the bound.
-        alpha_upper: Clopper-Pearson upper limit on the false-positive rate (``None`` for
-            ``"grid"``, whose joint test has no separate limits).
+        alpha_upper: Clopper-Pearson upper limit on the false-positive rate (``None`` where
+            the grid ran, whose joint test has no separate limits).
         beta_upper: Clopper-Pearson upper limit on the false-negative rate (``None`` for ``"grid"``).
         error_fpr: one-sided error e0 of each false-positive-rate limit (for ``"grid"``: the
             level beta / m of each joint test).
         error_fnr: one-sided error e1 of each false-negative-rate limit (``"grid"``: as above).
-        seed: the seed of the random split, or for ``"grid"`` of the random tie-breaking
-            (``None`` when unused or for a passed Generator).
+        seed: the seed of the random split, of the probe (``"auto"``), or for ``"grid"`` of
+            the random tie-breaking (``None`` when unused or for a passed Generator).
     """
 
     epsilon_lb: float
@@ -442,12 +493,15 @@ def many_run_audit(
         members: 1 if the run included the target, else 0.
         confidence: 1 - beta, the probability that the bound holds.
         delta: the delta of (eps, delta)-DP the bound is stated at.
-        strategy: ``"grid"`` (joint order-statistic tests, :mod:`bngp.audit.order_grid`),
+        strategy: ``"auto"`` (a support probe picks thresholds at the values of discrete
+            scores or, for continuous ones, ``"grid"``), ``"grid"`` (joint order-statistic
+            tests, :mod:`bngp.audit.order_grid`),
             ``"bonferroni"`` (all distinct thresholds), ``"explicit"`` (``thresholds`` fixed
             in advance) or ``"split"`` (choose on a random split, evaluate on the rest).
         thresholds: the fixed thresholds for ``"explicit"``.
         split_fraction: share of rows used to choose the threshold for ``"split"``.
-        seed: seed of the random split (``"split"``) or of the tie-breaking (``"grid"``).
+        seed: seed of the random split (``"split"``), of the probe (``"auto"``) or of the
+            tie-breaking (``"grid"``).
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -462,7 +516,7 @@ def many_run_audit(
         _epsilon_objective(delta), epsilon_family(delta),
     )
     return ManyRunResult(
-        method="many-run order-statistic grid" if strategy == "grid" else "many-run clopper-pearson",
+        method="many-run order-statistic grid" if choice.alpha_upper is None else "many-run clopper-pearson",
         confidence=float(confidence),
         delta=delta,
         epsilon_lb=max(choice.value, 0.0),
@@ -485,7 +539,7 @@ def gdp_audit(
 ) -> GdpResult:
     """Lower bound on the GDP parameter mu, and eps at ``delta`` assuming mu-GDP.
 
-    With ``"grid"`` (default) mu_lb is the largest mu that a grid test of
+    Where the grid runs (``"grid"``, and ``"auto"`` on continuous scores) mu_lb is the largest mu that a grid test of
     :mod:`bngp.audit.order_grid` rejects with f_mu(v) = Phi(Phi^-1(v) + mu); with the other
     strategies mu_lb = max_t Phi^-1(1 - alpha_u) - Phi^-1(beta_u) with the Clopper-Pearson
     limits of :func:`many_run_audit` (clipped at 0 either way).  mu_lb needs no assumption.
@@ -510,7 +564,7 @@ def gdp_audit(
     )
     mu_lb = max(choice.value, 0.0)
     return GdpResult(
-        method="many-run gdp order-statistic grid" if strategy == "grid" else "many-run gdp",
+        method="many-run gdp order-statistic grid" if choice.alpha_upper is None else "many-run gdp",
         confidence=float(confidence),
         delta=delta,
         epsilon_lb=gdp_epsilon(mu_lb, delta),

@@ -159,11 +159,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     parser.add_argument(
         "--strategy",
-        choices=("grid", "bonferroni", "split"),
+        choices=("auto", "grid", "bonferroni", "split"),
         default=None,
         help=(
-            "clopper-pearson/gdp: threshold rule (default grid: joint tests at order statistics 1, 2, 4, ... "
-            "fixed in advance; bonferroni: every distinct score, Clopper-Pearson limits; split: choose on half)"
+            "clopper-pearson/gdp: threshold rule (default auto: a probe of 16 scores per side picks thresholds "
+            "at the values of discrete scores, else grid on the rest; grid: joint tests at order statistics "
+            "1, 2, 4, ... fixed in advance; bonferroni: every distinct score, Clopper-Pearson limits; "
+            "split: choose on half)"
         ),
     )
     parser.add_argument(

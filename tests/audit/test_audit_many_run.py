@@ -101,6 +101,47 @@ def test_split_strategy_records_seed_and_no_union_bound():
     assert again.epsilon_lb == res.epsilon_lb > 1.0
 
 
+
+def _probe_rest(scores, members, seed):
+    """The scores "auto" keeps after its probe (a reimplementation of its seeded draw)."""
+    from bngp.audit.inputs import tagged_rng
+    from bngp.audit.many_run import _PROBE_TAG, SUPPORT_PROBE
+
+    rng, _ = tagged_rng(seed, _PROBE_TAG)
+    labels = members.astype(bool)
+    probe = np.concatenate([rng.choice(np.flatnonzero(~labels), SUPPORT_PROBE, replace=False),
+                            rng.choice(np.flatnonzero(labels), SUPPORT_PROBE, replace=False)])
+    rest = np.ones(scores.size, dtype=bool)
+    rest[probe] = False
+    return scores[rest], members[rest], np.unique(scores[probe])
+
+
+@pytest.mark.parametrize("audit", [many_run_audit, gdp_audit])
+def test_auto_uses_the_support_of_discrete_scores(audit):
+    # Two-valued scores: the probe sees {0, 1}, so "auto" is the explicit threshold 1 on the
+    # other scores (one threshold paid for), which beats the grid's randomly broken ties here.
+    scores, members = _randomized_response(2.0, 1000)(np.random.default_rng(3))
+    res = audit(scores, members, seed=5)
+    rest_scores, rest_members, support = _probe_rest(scores, members, 5)
+    assert list(support) == [0.0, 1.0]
+    explicit = audit(rest_scores, rest_members, strategy="explicit", thresholds=[1.0])
+    assert res.epsilon_lb == explicit.epsilon_lb and res.thresholds_examined == 1
+    assert res.n_members + res.n_nonmembers == 2000 - 32 and res.seed == 5 and "probe" in res.union_bound
+    assert res.epsilon_lb > audit(scores, members, seed=5, strategy="grid").epsilon_lb
+
+
+def test_auto_runs_the_grid_on_continuous_scores_and_small_samples():
+    rng = np.random.default_rng(4)
+    members = np.repeat([0, 1], 500)
+    scores = rng.normal(size=1000) + 1.5 * members
+    res = many_run_audit(scores, members, seed=2)
+    rest_scores, rest_members, support = _probe_rest(scores, members, 2)
+    assert support.size == 32 and res.method == "many-run order-statistic grid"
+    assert res.epsilon_lb == many_run_audit(rest_scores, rest_members, seed=2, strategy="grid").epsilon_lb
+    small = np.repeat([0, 1], 63)  # fewer than 4 x 16 per side: no probe, the grid on every score
+    few = rng.normal(size=126) + 3.0 * small
+    assert many_run_audit(few, small).epsilon_lb == many_run_audit(few, small, strategy="grid").epsilon_lb > 0
+
 def _soundness(mechanism, true_epsilon, audit, **kwargs):
     rng = np.random.default_rng(12345)
     bounds = np.array([audit(*mechanism(rng), **kwargs).epsilon_lb for _ in range(REPS)])
