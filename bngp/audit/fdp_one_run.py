@@ -302,6 +302,13 @@ def _gaussian_mu_bounds(m: int, k: np.ndarray, v: np.ndarray, beta: float) -> np
     return lo
 
 
+#: the assumption under which a Gaussian f-DP ``epsilon_lb`` is a lower bound (module docstring).
+EPSILON_ASSUMPTION = (
+    "the mechanism's trade-off curve is Gaussian (mu-GDP for some mu); eps converted from mu_lb at delta; "
+    "without this assumption epsilon_lb is an estimate, not a bound (mu_lb needs no assumption)"
+)
+
+
 @dataclass(frozen=True)
 class FdpBound(AuditResult):
     """The Gaussian f-DP one-run bound for one set of guesses.
@@ -314,6 +321,9 @@ class FdpBound(AuditResult):
         n_guesses: k, the number of guesses.
         n_correct: v, the correct guesses.
         n_canaries: m, the number of canaries.
+        mu_kind: ``"lower bound"`` (mu-GDP is rejected for every mu < mu_lb, no assumption).
+        epsilon_kind: ``"lower bound under assumption"`` (see ``epsilon_assumption``).
+        epsilon_assumption: what makes ``epsilon_lb`` a lower bound; without it, an estimate.
     """
 
     mu_lb: float
@@ -321,6 +331,9 @@ class FdpBound(AuditResult):
     n_guesses: int
     n_correct: int
     n_canaries: int
+    mu_kind: str = "lower bound"
+    epsilon_kind: str = "lower bound under assumption"
+    epsilon_assumption: str = EPSILON_ASSUMPTION
 
 
 def gdp_one_run_bound(m: int, k: int, v: int, *, confidence: float = 0.95, delta: float = 1e-5) -> FdpBound:
@@ -368,6 +381,7 @@ class FdpOneRunResult(AuditResult):
         n_correct: v, the correct guesses.
         n_canaries: m, the number of canaries.
         seed: seed of the tie-breaking permutation (``None`` for a passed Generator).
+        mu_kind, epsilon_kind, epsilon_assumption: as in :class:`FdpBound`.
     """
 
     mu_lb: float
@@ -378,6 +392,9 @@ class FdpOneRunResult(AuditResult):
     n_correct: int
     n_canaries: int
     seed: int | None
+    mu_kind: str = "lower bound"
+    epsilon_kind: str = "lower bound under assumption"
+    epsilon_assumption: str = EPSILON_ASSUMPTION
 
 
 def _audit(

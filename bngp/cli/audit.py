@@ -295,10 +295,8 @@ def _scores_and_members(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.
 def _epsilon_kind(method: str, result: Any) -> str:
     """What ``epsilon_lb`` is, in the labels of :data:`bngp.audit.BOUND_KINDS`."""
     bound, assumed, estimate = BOUND_KINDS
-    if hasattr(result, "epsilon_kind"):
+    if hasattr(result, "epsilon_kind"):  # many-run, gdp and fdp-one-run records carry it
         return result.epsilon_kind
-    if method == "fdp-one-run":
-        return assumed  # eps of the mu_lb-GDP curve: a bound only if the curve is Gaussian
     if method == "panoramia":
         return bound if result.is_lower_bound else estimate
     if method == "bits":

@@ -202,3 +202,17 @@ def test_bad_audit_input(kwargs):
 def test_bad_input_raises_the_typed_error(call):
     with pytest.raises(InputError):
         call()
+
+
+def test_gaussian_epsilon_is_labelled_as_assuming_a_gaussian_curve():
+    # Randomized response with eps = 1 is not Gaussian: the eps of the rejected GDP curve exceeds
+    # the true eps (an estimate, as the record says), while the Steinke-Nasr-Jagielski bound on
+    # the same guesses stays below it.
+    rng = np.random.default_rng(0)
+    keep = special.expit(1.0)
+    members = np.repeat([0, 1], 1000)
+    scores = np.concatenate([rng.random(1000) >= keep, rng.random(1000) < keep]).astype(float)
+    res = fdp_one_run_search(scores, members, delta=1e-5)
+    assert (res.mu_kind, res.epsilon_kind) == ("lower bound", "lower bound under assumption")
+    assert "Gaussian" in res.epsilon_assumption and res.epsilon_lb > 1.0
+    assert one_run_search(scores, members, delta=1e-5).epsilon_lb < 1.0
