@@ -363,7 +363,9 @@ def _auto(
     member_rows, nonmember_rows = np.flatnonzero(members), np.flatnonzero(~members)
     if min(member_rows.size, nonmember_rows.size) < 4 * SUPPORT_PROBE:
         chosen = _grid(scores, members, beta, family, seed)
-        return replace(chosen, union_bound=chosen.union_bound + f"; no support probe (fewer than {4 * SUPPORT_PROBE} scores on a side)")
+        return replace(chosen, union_bound=(
+            chosen.union_bound + f"; no support probe (fewer than {4 * SUPPORT_PROBE} scores on a side)"
+        ))
     rng, recorded = tagged_rng(seed, _PROBE_TAG)
     probe = np.concatenate([
         rng.choice(nonmember_rows, SUPPORT_PROBE, replace=False), rng.choice(member_rows, SUPPORT_PROBE, replace=False)
