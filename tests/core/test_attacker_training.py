@@ -115,6 +115,30 @@ def test_logistic_calibration_matches_scikit_learn_and_never_overshoots():
     assert float(loss(scale * logits + shift, labels)) <= float(loss(logits, labels)) + 1e-6
 
 
+
+def test_affine_calibration_of_saturated_logits_reaches_the_optimum():
+    # A refitted head's logits in the game: barely informative, standard deviation in the
+    # thousands, best scale about 1e-6.  From a = 1 every Newton step overshot into the flat tails
+    # and was halved away: the fit stayed at a = 1, cross-entropy 802 where the optimum is 0.693.
+    # The rescaled start reaches the optimum of a slow reference (scipy's BFGS on the same
+    # objective in well-scaled coordinates).
+    from scipy import optimize
+
+    generator = torch.Generator().manual_seed(3)
+    labels = (torch.rand(12800, generator=generator) < 0.5).double()
+    logits = 2000.0 * (0.005 * (2 * labels - 1) + torch.randn(12800, generator=generator, dtype=torch.float64)) + 2.0
+    scale, shift = affine_calibration(logits, labels)
+    z, y = logits.numpy() / 2000.0, labels.numpy()
+
+    def objective(params):
+        t = params[0] * z + params[1]
+        return float((np.logaddexp(0.0, t) - y * t).mean() + 0.5e-6 * (params[0] / 2000.0) ** 2)
+
+    reference = optimize.minimize(objective, [1.0, 0.0], method="BFGS", options={"gtol": 1e-12})
+    assert objective([scale * 2000.0, shift]) <= reference.fun + 1e-12 < 0.6932
+    assert scale == pytest.approx(reference.x[0] / 2000.0, rel=1e-2)
+
+
 def test_block_inversion_head_trusts_the_less_noisy_block(small_population):
     """With one nearly exact and one very noisy copy of the frequencies, the fitted block weights
     follow the noise: the head is close to the inversion of the exact block alone."""
