@@ -437,28 +437,27 @@ def logistic_calibration(
     features: torch.Tensor, targets: torch.Tensor, iterations: int = 8, penalty: float = 1e-6
 ) -> torch.Tensor:
     """Weights (a_1..a_m, c) minimising the mean cross-entropy of sigmoid(features @ a + c) against
-    targets, plus ``penalty`` / 2 * ||a||^2.
+    targets, plus ``penalty`` / 2 * ||a||^2.  ``features`` (n, m) float, ``targets`` (n,) in
+    {0, 1}; returns a float64 tensor of m + 1 entries, the intercept last, on the features' device.
 
-    Logistic regression by damped Newton steps (each halved until the objective decreases, and
-    none once the Newton step is below 1e-10 of the weights), started at a = (1, ..., 1), c = 0,
-    or, when the summed features have a standard deviation s > 1 and it is better, at
-    a = (1, ..., 1) / s, c = 0: the result never has a higher objective than a = (1, ..., 1),
-    c = 0, and on separable data (an attacker that is already perfect) the steps cannot
-    overshoot into a worse calibration.  The rescaled start matters for the saturated logits of
-    a refitted attacker head (standard deviation 100-1,000, best scale about 1e-4): from a = 1
-    Newton's steps in the flat tails of the loss overshoot and were halved about 30 times a call.  ``features``
-    (n, m) float, ``targets`` (n,) in {0, 1}.  Returns a float64 tensor of m + 1 entries, the
-    intercept last, on the features' device.  It also stops once the Newton decrement g^T H^-1 g
-    (twice the decrease a full step would bring on the local quadratic) is below 1e-13 of the
-    objective: below that a line search cannot tell the objectives apart in float64 and would
-    halve the step twenty times in vain (three quarters of the objective evaluations before).
+    Logistic regression by damped Newton steps, each halved until the objective decreases.
+    Start: a = (1, ..., 1), c = 0, or a = (1, ..., 1) / s, c = 0 when the summed features have a
+    standard deviation s > 1 and that start has the lower objective; the result never has a
+    higher objective than a = (1, ..., 1), c = 0, and on separable data (an attacker that is
+    already perfect) the steps cannot overshoot into a worse calibration.  The rescaled start is
+    what makes the saturated logits of a refitted attacker head calibrate (standard deviation
+    100 to 2,000, best scale 1e-6 to 1e-3): from a = 1 every Newton step overshot into the flat
+    tails of the loss and was halved away, leaving a = 1.  Stops when the Newton step is below
+    1e-10 of the weights, or when the Newton decrement g^T H^-1 g is below 1e-13 of the
+    objective (a line search could not tell the objectives apart in float64).
 
     The fit runs in numpy on the CPU whatever the device: the system is (m + 1)-dimensional, and
     the game recalibrates its attacker at every defender step, where torch's per-operation
-    overhead made this fit a quarter of the step (64 x 200 logits: 4.6 ms a call in torch).  The
-    Newton system is solved by LAPACK's SVD driver gelsd (``numpy.linalg.lstsq``), not gelsy,
-    whose last bits depended on what the process had run before (312 of 340 repeats differed in
-    a test), so that one sweep cell run after another gives the same result as the cell run alone.
+    overhead made this fit a quarter of the step (64 x 200 logits: 4.6 ms a call in torch, 2.5 ms
+    here).  The Newton system is solved by LAPACK's SVD driver gelsd (``numpy.linalg.lstsq``),
+    not gelsy, whose last bits depended on what the process had run before (312 of 340 repeats
+    differed in a test), so that one sweep cell run after another gives the same result as the
+    cell run alone.
     """
     device = features.device
     x = features.detach().reshape(features.shape[0], -1).to(torch.float64).cpu().numpy()
