@@ -18,6 +18,9 @@ Compared (confidence 0.95 = jax significance 0.05):
   installed, and vs the rule of jax_privacy's current source (negative mu clamped to 0), recomputed
   here from the auditor's own counts and ``_clopper_pearson_upper`` because jax_privacy 2.0.0
   takes |mu|, which claims mu > 0 for identical member and non-member scores (shown below).
+* One run, delta = 1e-5, the same arrays read as one run's canaries: ``one_run_search`` and
+  ``fdp_one_run_search`` (13 (k+, k-) candidates fixed in advance) vs jax ``epsilon_one_run`` and
+  ``epsilon_one_run_fdp`` (thresholds at the hull vertices, Bonferroni over their number).
 * False claims over ``--soundness-reps`` draws of a null, a randomized-response and a Laplace
   mechanism (true eps known), for both libraries.
 * Time for 1,000,000 scores per side, best of three, in the same process (for jax_privacy:
