@@ -317,7 +317,7 @@ def fit_whitened(
     centred_x, centred_b, release_mean, membership_mean = _centre(releases, memberships)
     intercept = _intercept(membership_mean, prior_mean)
     n_rows, n_individuals = centred_b.shape
-    gram_b = centred_b.T @ centred_b
+    gram_b = gram(centred_b)
     jitter = 1e-9 * float(torch.diagonal(gram_b).mean()) + 1e-12
     identity = torch.eye(n_individuals, dtype=torch.float64, device=centred_b.device)
     signal = torch.linalg.solve(gram_b + jitter * identity, centred_b.T @ centred_x)
