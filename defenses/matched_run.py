@@ -110,7 +110,7 @@ def matched_to_run(
     b = torch.as_tensor(prior.sample(draws, np.random.default_rng(seed)))
     with torch.no_grad():
         x_hat = mechanism.statistic(b)
-        x = mechanism.release(b, trained.noise(b, x_hat, torch_generator(seed)))
+        x = mechanism.release(b, trained.noise(b, x_hat, torch_generator(seed)), x_hat)
     kappa = trained.artifact.kappa
     kappa = None if np.allclose(kappa, kappa[0]) else kappa
     deviation = (x - x_hat).double().numpy()

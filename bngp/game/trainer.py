@@ -155,7 +155,12 @@ class Game:
         with seeded_torch(self.seeds["attacker-network"]):
             self.attacker = self._new_attacker()
         self.opt_d = torch.optim.Adam(self._defender_param_groups(), lr=config.defender_lr, weight_decay=config.weight_decay, fused=True)
-        self.opt_a = torch.optim.Adam(self._attacker_trained_parameters(), lr=config.attacker_lr, weight_decay=config.weight_decay, fused=True)
+        trained = self._attacker_trained_parameters()
+        trained_ids = {id(p) for p in trained}
+        for parameter in self.attacker.parameters():
+            # a part refitted in closed form takes no gradient: its backward would be discarded
+            parameter.requires_grad_(id(parameter) in trained_ids)
+        self.opt_a = torch.optim.Adam(trained, lr=config.attacker_lr, weight_decay=config.weight_decay, fused=True)
         self.sched_d = torch.optim.lr_scheduler.ExponentialLR(self.opt_d, gamma=config.lr_decay)
         self.sched_a = torch.optim.lr_scheduler.ExponentialLR(self.opt_a, gamma=config.lr_decay)
         self.multiplier = 0.0
@@ -271,7 +276,7 @@ class Game:
     def _release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         x_hat = self.mechanism.statistic(b)
         xi = self._noise(b, r, x_hat, generator or self.generator)
-        return self.mechanism.release(b, xi), x_hat
+        return self.mechanism.release(b, xi, x_hat), x_hat
 
     def _utility(self, x: torch.Tensor, x_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(kappa-weighted, plain) utility losses over the learned mechanism's outputs."""
@@ -382,20 +387,28 @@ class Game:
         b, r = self._draw(self.config.batch_size)
         x, x_hat = self._release(b, r)
         individuals = self._draw_individuals()
-        logits = self._attack(x, individuals)
-        if self.opponent is None:
-            leakage = self._leakage(logits, b, individuals)
-        else:
-            leakage = self._opponent_loss(b, x)
-        weighted, plain = self._utility(x, x_hat)
-        defender_loss = objectives.defender_loss(self.config, self.multiplier, leakage, weighted, plain)
-        violation = torch.zeros(())
-        if self.dp_bounds is not None:
-            violation = self._dp_violation(torch.sigmoid(logits), individuals)
-            defender_loss = defender_loss + self.config.dp_penalty * violation
-        self.opt_d.zero_grad(set_to_none=True)
-        self.opt_a.zero_grad(set_to_none=True)
-        defender_loss.backward()
+        # the attacker is held fixed: the backward computes the gradients through H for the
+        # defender only, not H's own (which the next attacker update would discard)
+        attacker_trained = [p for p in self.attacker.parameters() if p.requires_grad]
+        for parameter in attacker_trained:
+            parameter.requires_grad_(False)
+        try:
+            logits = self._attack(x, individuals)
+            if self.opponent is None:
+                leakage = self._leakage(logits, b, individuals)
+            else:
+                leakage = self._opponent_loss(b, x)
+            weighted, plain = self._utility(x, x_hat)
+            defender_loss = objectives.defender_loss(self.config, self.multiplier, leakage, weighted, plain)
+            violation = torch.zeros(())
+            if self.dp_bounds is not None:
+                violation = self._dp_violation(torch.sigmoid(logits), individuals)
+                defender_loss = defender_loss + self.config.dp_penalty * violation
+            self.opt_d.zero_grad(set_to_none=True)
+            defender_loss.backward()
+        finally:
+            for parameter in attacker_trained:
+                parameter.requires_grad_(True)
         self.opt_d.step()
         self.defender.project_()
         self.multiplier = objectives.updated_multiplier(self.config, self.multiplier, leakage.item(), plain.item())

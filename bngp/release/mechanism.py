@@ -86,11 +86,12 @@ class Mechanism(ABC):
         """The device f(D) is computed on (memberships must be there)."""
         return torch.device("cpu")
 
-    def release(self, b: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """x = clip(f(D) + xi, 0, 1) for a batch; differentiable in ``noise``."""
+    def release(self, b: torch.Tensor, noise: torch.Tensor, statistic: torch.Tensor | None = None) -> torch.Tensor:
+        """x = clip(f(D) + xi, 0, 1) for a batch; differentiable in ``noise``.  ``statistic``: f(D) of
+        ``b`` when the caller has already computed it (it is then not computed again)."""
         if noise.shape[-1] != self.n_outputs:
             raise InputError(f"`noise` must have {self.n_outputs} columns, got {noise.shape[-1]}.")
-        return perturb(self.statistic(b), noise)
+        return perturb(self.statistic(b) if statistic is None else statistic, noise)
 
     def describe(self) -> dict:
         """A JSON-serialisable description."""
@@ -158,17 +159,24 @@ class ComposedMechanism(Mechanism):
         self.boundaries = np.cumsum([0] + [part.n_outputs for part in parts])
 
     def statistic(self, b: torch.Tensor) -> torch.Tensor:
-        return torch.cat([part.statistic(b) for part in self.parts], dim=1)
+        """The parts' statistics side by side; a part that appears several times (the same
+        object, as in :func:`bngp.release.sampling.release_mechanism`) is computed once."""
+        computed: dict[int, torch.Tensor] = {}
+        for part in self.parts:
+            if id(part) not in computed:
+                computed[id(part)] = part.statistic(b)
+        return torch.cat([computed[id(part)] for part in self.parts], dim=1)
 
     @property
     def device(self) -> torch.device:
         return self.parts[0].device
 
-    def release(self, b: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    def release(self, b: torch.Tensor, noise: torch.Tensor, statistic: torch.Tensor | None = None) -> torch.Tensor:
         if noise.shape[-1] != self.n_outputs:
             raise InputError(f"`noise` must have {self.n_outputs} columns, got {noise.shape[-1]}.")
+        statistic = self.statistic(b) if statistic is None else statistic
         blocks = [
-            part.release(b, noise[:, start:stop])
+            part.release(b, noise[:, start:stop], statistic[:, start:stop])
             for part, start, stop in zip(self.parts, self.boundaries[:-1], self.boundaries[1:])
         ]
         return torch.cat(blocks, dim=1)

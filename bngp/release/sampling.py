@@ -66,4 +66,4 @@ def sample_releases(
     b_tensor = torch.as_tensor(np.asarray(b), dtype=torch.float32).to(mechanism.device)
     x_hat = mechanism.statistic(b_tensor)
     xi = defense.noise(b_tensor, x_hat, generator)
-    return mechanism.release(b_tensor, xi).double().cpu().numpy()
+    return mechanism.release(b_tensor, xi, x_hat).double().cpu().numpy()

@@ -53,3 +53,34 @@ def test_composition_concatenates_and_splits_noise(small_population):
         composed.release(b, torch.zeros((1, mech.n_outputs)))
     with pytest.raises(InputError):
         ComposedMechanism([])
+
+
+class _CountingStatistics(SummaryStatistics):
+    """SummaryStatistics that counts how often f(D) is computed."""
+
+    calls = 0
+
+    def statistic(self, b):
+        type(self).calls += 1
+        return super().statistic(b)
+
+
+def test_release_reuses_a_given_statistic_and_a_composition_computes_a_shared_part_once(small_population):
+    mech = _CountingStatistics(small_population.genotypes)
+    other = _CountingStatistics(small_population.genotypes)
+    composed = ComposedMechanism([mech, mech, other])
+    b = torch.zeros((2, small_population.n_individuals))
+    b[0, :5] = 1
+    b[1, 3:9] = 1
+    noise = torch.linspace(-0.2, 0.2, 2 * composed.n_outputs).reshape(2, -1)
+    _CountingStatistics.calls = 0
+    x_hat = composed.statistic(b)
+    assert _CountingStatistics.calls == 2  # `mech` twice in the composition, computed once; `other` once
+    _CountingStatistics.calls = 0
+    given = composed.release(b, noise, x_hat)
+    assert _CountingStatistics.calls == 0
+    # the same release as computing f(D) inside (reference: the statistic recomputed, then clip(f(D) + xi, 0, 1))
+    assert torch.equal(given, composed.release(b, noise))
+    assert torch.equal(given, perturb(x_hat, noise))
+    single = mech.release(b, noise[:, : mech.n_outputs], x_hat[:, : mech.n_outputs])
+    assert torch.equal(single, given[:, : mech.n_outputs])
