@@ -142,6 +142,38 @@ def test_validation_penalty_is_the_direct_solution_of_highest_validation_auc():
     assert max(expected) > expected[0] + 0.005 and max(expected) > expected[-1] + 0.005
 
 
+@pytest.mark.parametrize("with_validation", [True, False])
+def test_fewer_releases_than_outputs_fit_in_the_dual_form_the_direct_solution(with_validation):
+    """R = 40 shadow releases of |Q| = 90 outputs (the composed release's shape, R < |Q|): the
+    fit works in the dual form (V = X^T U / s never formed).  Reference: the kernel form of the
+    same ridge, W = X_c^T (X_c X_c^T + lam I)^-1 B_c (equal to the primal solution for lam > 0),
+    lam = relative * max eig(X_c X_c^T); its validation AUC at every penalty (sklearn per row)
+    and, at the chosen penalty, its weights (rtol 1e-6) and predictions."""
+    rng = np.random.default_rng(5)
+    signal = rng.normal(size=(6, 90))
+    b = _balanced(6, 3, 2, rng)  # 40 releases
+    x = _linear_releases(b, signal, 3.0, rng)
+    validation_b = UniformSubsetPrior(6, 3).sample(80, rng).astype(np.float64)
+    validation_x = _linear_releases(validation_b, signal, 3.0, rng)
+    x_mean, b_mean = x.mean(axis=0), b.mean(axis=0)
+    xc, bc = x - x_mean, b - b_mean
+    kernel = xc @ xc.T
+    scale = np.linalg.eigvalsh(kernel).max()
+
+    def kernel_ridge(relative: float) -> np.ndarray:
+        return xc.T @ np.linalg.solve(kernel + relative * scale * np.eye(x.shape[0]), bc)
+
+    fit = fit_ridge(*_tensors(x, b), validation=_tensors(validation_x, validation_b) if with_validation else None)
+    if with_validation:
+        expected = [_sklearn_mean_auc(b_mean + (validation_x - x_mean) @ kernel_ridge(r), validation_b) for r in RIDGE_PATH]
+        np.testing.assert_allclose([auc for _, auc in fit.path], expected, atol=1e-9)
+        assert fit.ridge == _best_penalty(RIDGE_PATH, expected)
+    weights = kernel_ridge(fit.ridge)
+    np.testing.assert_allclose(fit.weights.numpy(), weights, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(fit.predict(torch.from_numpy(validation_x)).numpy(),
+                               b_mean + (validation_x - x_mean) @ weights, rtol=1e-6, atol=1e-10)
+
+
 def test_leave_one_out_penalty_is_the_brute_force_leave_one_out_optimum():
     """Without validation releases the penalty maximises the mean per-release AUC of the exact
     leave-one-out predictions of ridge with an unpenalised intercept: refit the means and W
