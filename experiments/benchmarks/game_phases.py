@@ -20,10 +20,14 @@ The per-step time and the refit time are then fitted as c * size^alpha along K (
 along |Q| (K fixed): alpha is the scaling exponent.  Populations are independent SNVs
 (:func:`bngp.data.independent.simulate_independent`): the timing does not depend on linkage.
 
+A size ``KxQxM`` measures the composition of Table 5 (App. L.6, Theorem 5) instead: M - 1 fixed
+Gaussian mechanisms N(0, C / eps^2 I) and the learned one under DPH^{M eps}, eps = 0.3, C as in
+``bngp reproduce table5`` (the learned defender and the in-game attacker see the M|Q|-wide release).
+
 Usage::
 
     OMP_NUM_THREADS=1 python experiments/benchmarks/game_phases.py [--steps 50] [--threads 1] \
-        [--sizes 100x1000,200x1000,400x1000,200x500,200x2000,800x5000] [--out experiments/results/benchmarks]
+        [--sizes 100x1000,200x1000,400x1000,200x500,200x2000,800x5000,800x5000x5] [--out experiments/results/benchmarks]
 """
 
 from __future__ import annotations
@@ -42,9 +46,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import linear_flops, matmul_peak_flops, peak_memory_gib  # noqa: E402
 
-DEFAULT_SIZES = "100x1000,200x1000,400x1000,200x500,200x2000,800x5000"
-#: sizes of the acceptance targets: (K, |Q|) -> target wall seconds of a default run.
-TARGETS = {(200, 1000): 90.0, (800, 5000): 15 * 60.0}
+DEFAULT_SIZES = "100x1000,200x1000,400x1000,200x500,200x2000,800x5000,800x5000x5"
+#: sizes of the acceptance targets: (K, |Q|, mechanisms composed) -> target wall seconds of a default run.
+TARGETS = {(200, 1000, 1): 90.0, (800, 5000, 1): 15 * 60.0, (800, 5000, 5): 30 * 60.0}
+#: the per-mechanism eps of the composed sizes (one of Table 5's rows).
+COMPOSED_EPSILON = 0.3
 PHASES = ("refit: releases", "refit: fit", "selection", "attacker steps", "defender step", "held-out evaluation",
           "checkpoint", "fresh-attacker check")
 
@@ -64,10 +70,14 @@ def default_calls(config) -> dict[str, float]:
     }
 
 
-def _svd_flops(rows: int, columns: int) -> float:
-    """thin_svd through the Gram matrix of the smaller side: Gram, eigh (~4 r^3), back projection."""
+def _svd_flops(rows: int, columns: int, outputs: int, validation: int) -> float:
+    """The ridge refit through the Gram matrix of the smaller side (nominal products): Gram, eigh
+    (~4 r^3); then with more rows than columns the back projection, with fewer (the dual form of
+    ``bngp.ridge.fit_ridge``) the validation kernel X_v X^T and the map X^T (U ...)."""
     r = min(rows, columns)
-    return 2.0 * rows * columns * r + 4.0 * r**3 + 2.0 * rows * columns * r
+    if rows > columns:
+        return 2.0 * rows * columns * r + 4.0 * r**3 + 2.0 * rows * columns * r
+    return 2.0 * rows * columns * r + 4.0 * r**3 + 2.0 * validation * columns * rows + 2.0 * columns * rows * outputs
 
 
 def phase_flops(game, refit_rows: int) -> dict[str, float]:
@@ -76,12 +86,13 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     batch = config.batch_size
     per_sample_defender = linear_flops(game.defender, 1)
     per_sample_attacker = linear_flops(game.attacker, 1)
-    statistic = 2.0 * game.population.n_individuals * game.mechanism.n_outputs
+    # f(D) once per release, whatever the composition (its parts share the statistic)
+    statistic = 2.0 * game.population.n_individuals * game.population.n_attributes
     release = per_sample_defender + statistic
     validation = 500
     return {
         "refit: releases": (refit_rows + validation) * release,
-        "refit: fit": _svd_flops(refit_rows, game.mechanism.n_outputs),
+        "refit: fit": _svd_flops(refit_rows, game.mechanism.n_outputs, game.population.n_individuals, validation),
         "selection": validation * per_sample_attacker,
         "attacker steps": config.attacker_steps * batch * (release + 3 * per_sample_attacker),
         "defender step": batch * (3 * per_sample_defender + statistic + 3 * per_sample_attacker),
@@ -89,8 +100,18 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     }
 
 
+def composed_settings(population, members: int, composition: int) -> dict:
+    """GameConfig settings of Table 5's composition of ``composition`` mechanisms at eps =
+    :data:`COMPOSED_EPSILON` (as ``bngp reproduce table5`` sets them)."""
+    from bngp.reproduce.catalog import MU_PER_EPSILON
+    from bngp.reproduce.experiment import typical_replacement_l2
+
+    sigma = typical_replacement_l2(population, members) / MU_PER_EPSILON / COMPOSED_EPSILON
+    return {"dp_epsilon": composition * COMPOSED_EPSILON, "fixed_gaussian_sigmas": (sigma,) * (composition - 1)}
+
+
 def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps: int, threads: int, seed: int,
-                overrides: dict[str, int | float] | None = None) -> dict:
+                overrides: dict[str, int | float] | None = None, composition: int = 1) -> dict:
     """Train one size in this process and return its phase record."""
     import torch
 
@@ -104,7 +125,9 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
     peak64 = matmul_peak_flops(dtype=torch.float64)
     population = simulate_independent(individuals, individuals, attributes, seed=seed)
     members = individuals // 2
-    config = GameConfig(kappa=1.5, steps=steps, fresh_check_steps=fresh_check_steps, seed=seed, **(overrides or {}))
+    composed = composed_settings(population, members, composition) if composition > 1 else {}
+    config = GameConfig(kappa=1.5, steps=steps, fresh_check_steps=fresh_check_steps, seed=seed, **composed,
+                        **(overrides or {}))
     game = Game(population, UniformSubsetPrior(individuals, members), config)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
@@ -129,6 +152,9 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
     return {
         "individuals": individuals,
         "attributes": attributes,
+        "composition": composition,
+        "fixed_gaussian_sigmas": list(config.fixed_gaussian_sigmas),
+        "dp_epsilon": config.dp_epsilon,
         "members": members,
         "steps": steps,
         "fresh_check_steps": fresh_check_steps,
@@ -159,7 +185,7 @@ def scaling(records: list[dict]) -> dict:
     """Exponents of the per-step and per-refit times along K (|Q| = 1000) and along |Q| (K = 200)."""
     out = {}
     for axis, fixed_key, fixed, key in (("K", "attributes", 1000, "individuals"), ("|Q|", "individuals", 200, "attributes")):
-        rows = sorted((r for r in records if r[fixed_key] == fixed), key=lambda r: r[key])
+        rows = sorted((r for r in records if r[fixed_key] == fixed and r.get("composition", 1) == 1), key=lambda r: r[key])
         sizes = [r[key] for r in rows]
         step = [(r["phases"]["attacker steps"]["seconds_per_call"] + r["phases"]["defender step"]["seconds_per_call"])
                 for r in rows]
@@ -182,11 +208,15 @@ def markdown(report: dict) -> str:
         "",
     ]
     for record in report["records"]:
-        target = TARGETS.get((record["individuals"], record["attributes"]))
+        composition = record.get("composition", 1)
+        target = TARGETS.get((record["individuals"], record["attributes"], composition))
+        composed = "" if composition == 1 else (
+            f", composition of {composition} (Table 5: {composition - 1} fixed Gaussian mechanisms, sigma "
+            f"{record['fixed_gaussian_sigmas'][0]:.4g}, and the learned one under DPH^{{{record['dp_epsilon']:g}}})")
         verdict = "" if target is None else (
             f"; target <= {target:.0f} s: {'met' if record['projected_default_seconds'] <= target else 'NOT met'}")
         lines += [
-            f"## K = {record['individuals']}, |Q| = {record['attributes']}, N = {record['members']}",
+            f"## K = {record['individuals']}, |Q| = {record['attributes']}, N = {record['members']}{composed}",
             "",
             f"matmul {record['matmul_gflops_float32']:.1f} GFLOP/s (float32), {record['matmul_gflops_float64']:.1f} "
             f"(float64); measured run {record['wall_seconds']:.1f} s ({record['steps']} steps); peak memory "
@@ -222,6 +252,14 @@ def _overrides(settings: list[str]) -> dict[str, int | float]:
     return out
 
 
+def _size(text: str) -> tuple[int, int, int]:
+    """``KxQ`` or ``KxQxM`` -> (K, |Q|, M mechanisms composed, 1 without)."""
+    values = [int(v) for v in text.split("x")]
+    if len(values) not in (2, 3) or min(values) < 1:
+        raise SystemExit(f"game_phases: a size is KxQ or KxQxM with positive integers, got {text!r}")
+    return values[0], values[1], values[2] if len(values) == 3 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated KxQ sizes (default: %(default)s)")
@@ -235,15 +273,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # KxQ: measure one size in this process, JSON on stdout
     args = parser.parse_args(argv)
     if args.one:
-        k, q = (int(v) for v in args.one.split("x"))
-        print(json.dumps(measure_one(k, q, args.steps, args.fresh_check_steps, args.threads, args.seed, _overrides(args.set))))
+        k, q, m = _size(args.one)
+        print(json.dumps(measure_one(k, q, args.steps, args.fresh_check_steps, args.threads, args.seed, _overrides(args.set),
+                                     composition=m)))
         return 0
     from bngp.io_utils import write_json, write_text
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records = []
-    for size in args.sizes.split(","):
+    sizes = args.sizes.split(",")
+    for size in sizes:
+        _size(size)
+    for size in sizes:
         command = [sys.executable, __file__, "--one", size, "--steps", str(args.steps), "--threads", str(args.threads),
                    "--fresh-check-steps", str(args.fresh_check_steps), "--seed", str(args.seed),
                    *(option for setting in args.set for option in ("--set", setting))]

@@ -1,0 +1,46 @@
+"""experiments/benchmarks/game_phases.py end to end on tiny sizes: a plain and a composed size,
+the projection, the FLOP accounting of the ridge refit and the report files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "benchmarks"))
+
+from game_phases import _size, _svd_flops, main  # noqa: E402
+
+
+def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
+    """Counted by hand: tall (R > Q) = Gram 2 R Q^2 + eigh 4 Q^3 + back projection 2 R Q^2; wide
+    (R <= Q, the dual form) = Gram 2 R^2 Q + eigh 4 R^3 + validation kernel 2 V Q R + map 2 Q R K."""
+    assert _svd_flops(10, 4, 3, 5) == 2 * 10 * 16 + 4 * 64 + 2 * 10 * 16
+    assert _svd_flops(4, 10, 3, 5) == 2 * 16 * 10 + 4 * 64 + 2 * 5 * 10 * 4 + 2 * 10 * 4 * 3
+
+
+def test_sizes_parse_with_an_optional_composition():
+    assert _size("800x5000") == (800, 5000, 1)
+    assert _size("800x5000x5") == (800, 5000, 5)
+    for bad in ("800", "800x0", "1x2x3x4"):
+        with pytest.raises(SystemExit):
+            _size(bad)
+
+
+def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
+    assert main(["--sizes", "30x60,30x60x3", "--steps", "2", "--fresh-check-steps", "2", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "game_phases.json").read_text())
+    plain, composed = report["records"]
+    assert (plain["composition"], composed["composition"]) == (1, 3)
+    assert plain["fixed_gaussian_sigmas"] == [] and plain["dp_epsilon"] is None
+    assert len(composed["fixed_gaussian_sigmas"]) == 2 and composed["dp_epsilon"] == pytest.approx(0.9)
+    for record in report["records"]:
+        # the projection is seconds per call x the calls of a default (1,500-step) run, summed
+        assert record["projected_default_seconds"] == pytest.approx(
+            sum(phase["seconds_per_call"] * phase["default_calls"] for phase in record["phases"].values()))
+        assert record["phases"]["attacker steps"]["default_calls"] == 1500
+        assert record["phases"]["refit: fit"]["gflop_per_call"] > 0 and record["matmul_gflops_float32"] > 0
+    markdown = (tmp_path / "game_phases.md").read_text()
+    assert "composition of 3 (Table 5: 2 fixed Gaussian mechanisms" in markdown
