@@ -70,32 +70,52 @@ def default_calls(config) -> dict[str, float]:
     }
 
 
-def _svd_flops(rows: int, columns: int, outputs: int, validation: int) -> float:
-    """The ridge refit through the Gram matrix of the smaller side (nominal products): Gram, eigh
-    (~4 r^3); then with more rows than columns the back projection, with fewer (the dual form of
-    ``bngp.ridge.fit_ridge``) the validation kernel X_v X^T and the map X^T (U ...)."""
+def _refit_fit_flops(rows: int, columns: int, outputs: int, validation: int, path: int) -> float:
+    """FLOPs of one in-game refit's fit (``bngp.ridge.fit_ridge`` with validation draws, then the
+    population-inversion head), from the products it runs: the Gram matrix of the smaller side by
+    syrk (half a general product), its eigendecomposition (~4 r^3), r = min(rows, columns); with
+    more rows than columns X^T B, the projection and the map; with fewer (the dual form) U^T B, the
+    validation kernel X_v X^T and the map X^T (U ...); the validation predictions along the path;
+    the inversion head's features (each release through the K x |Q| inverse)."""
     r = min(rows, columns)
     if rows > columns:
-        return 2.0 * rows * columns * r + 4.0 * r**3 + 2.0 * rows * columns * r
-    return 2.0 * rows * columns * r + 4.0 * r**3 + 2.0 * validation * columns * rows + 2.0 * columns * rows * outputs
+        ridge = rows * columns**2 + 4.0 * r**3 + 2.0 * rows * columns * outputs + 2.0 * r * columns * outputs \
+            + 2.0 * validation * columns * r + 2.0 * columns * r * outputs
+    else:
+        ridge = columns * rows**2 + 4.0 * r**3 + 2.0 * rows * r * outputs + 2.0 * validation * columns * rows \
+            + 2.0 * validation * rows * r + 2.0 * rows * r * outputs + 2.0 * columns * rows * outputs
+    return ridge + path * 2.0 * validation * r * outputs + 2.0 * rows * columns * outputs
 
 
 def phase_flops(game, refit_rows: int) -> dict[str, float]:
-    """FLOPs of one call of each phase, counted from the layer sizes (module docstring)."""
+    """FLOPs of one call of each phase, counted from the layer sizes (module docstring).
+
+    An attacker update runs H forward, the weight gradients of the layers Adam trains (not the
+    refitted head's) and the input gradients inside the MLP (not into the release); the defender
+    step runs G forward and back, and H forward and its input gradients only (H is held fixed)."""
+    import torch
+
+    from bngp.game.config import REFIT_VALIDATION_DRAWS
+    from bngp.ridge import RIDGE_PATH
+
     config = game.config
     batch = config.batch_size
     per_sample_defender = linear_flops(game.defender, 1)
-    per_sample_attacker = linear_flops(game.attacker, 1)
+    attacker = game.attacker
+    per_sample_attacker = linear_flops(attacker, 1)
+    net = linear_flops(attacker.net, 1) if hasattr(attacker, "net") else per_sample_attacker
+    first = next((2.0 * m.in_features * m.out_features for m in attacker.modules() if isinstance(m, torch.nn.Linear)), 0.0)
     # f(D) once per release, whatever the composition (its parts share the statistic)
     statistic = 2.0 * game.population.n_individuals * game.population.n_attributes
     release = per_sample_defender + statistic
-    validation = 500
+    validation = REFIT_VALIDATION_DRAWS
     return {
         "refit: releases": (refit_rows + validation) * release,
-        "refit: fit": _svd_flops(refit_rows, game.mechanism.n_outputs, game.population.n_individuals, validation),
+        "refit: fit": _refit_fit_flops(refit_rows, game.mechanism.n_outputs, game.population.n_individuals, validation,
+                                       len(RIDGE_PATH)),
         "selection": validation * per_sample_attacker,
-        "attacker steps": config.attacker_steps * batch * (release + 3 * per_sample_attacker),
-        "defender step": batch * (3 * per_sample_defender + statistic + 3 * per_sample_attacker),
+        "attacker steps": config.attacker_steps * batch * (release + per_sample_attacker + 2.0 * net - first),
+        "defender step": batch * (3 * per_sample_defender + statistic + 2 * per_sample_attacker),
         "held-out evaluation": config.eval_batch * (release + per_sample_attacker),
     }
 
@@ -110,31 +130,49 @@ def composed_settings(population, members: int, composition: int) -> dict:
     return {"dp_epsilon": composition * COMPOSED_EPSILON, "fixed_gaussian_sigmas": (sigma,) * (composition - 1)}
 
 
-def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps: int, threads: int, seed: int,
-                overrides: dict[str, int | float] | None = None, composition: int = 1) -> dict:
-    """Train one size in this process and return its phase record."""
-    import torch
-
+def _game(individuals: int, attributes: int, composition: int, seed: int, steps: int, fresh_check_steps: int,
+          overrides: dict[str, int | float] | None):
+    """The default game of one size (module docstring), untrained."""
     from bngp.data.independent import simulate_independent
     from bngp.data.priors import UniformSubsetPrior
     from bngp.game import Game, GameConfig
-    from bngp.ridge import default_shadow_releases
 
-    torch.set_num_threads(threads)
-    peak32 = matmul_peak_flops()
-    peak64 = matmul_peak_flops(dtype=torch.float64)
     population = simulate_independent(individuals, individuals, attributes, seed=seed)
     members = individuals // 2
     composed = composed_settings(population, members, composition) if composition > 1 else {}
     config = GameConfig(kappa=1.5, steps=steps, fresh_check_steps=fresh_check_steps, seed=seed, **composed,
                         **(overrides or {}))
-    game = Game(population, UniformSubsetPrior(individuals, members), config)
+    return Game(population, UniformSubsetPrior(individuals, members), config)
+
+
+def _add_flops(phases: dict, flops: dict[str, float], peak32: float, peak64: float) -> None:
+    """Per phase with a FLOP count: GFLOP per call, GFLOP/s and the fraction of the matmul peak
+    (float64 for the ridge fit, float32 for the rest)."""
+    for name, phase in phases.items():
+        if name in flops:
+            gflops = flops[name] / phase["seconds_per_call"] / 1e9
+            peak = peak64 if name == "refit: fit" else peak32
+            phase.update(gflop_per_call=flops[name] / 1e9, gflops=gflops, fraction_of_matmul=gflops * 1e9 / peak)
+
+
+def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps: int, threads: int, seed: int,
+                overrides: dict[str, int | float] | None = None, composition: int = 1) -> dict:
+    """Train one size in this process and return its phase record."""
+    import torch
+
+    from bngp.game import GameConfig
+    from bngp.ridge import default_shadow_releases
+
+    torch.set_num_threads(threads)
+    peak32 = matmul_peak_flops()
+    peak64 = matmul_peak_flops(dtype=torch.float64)
+    game = _game(individuals, attributes, composition, seed, steps, fresh_check_steps, overrides)
+    config, members = game.config, individuals // 2
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
         summary = game.train(Path(work) / "run", progress=False)
     wall = time.perf_counter() - started
     refit_rows = config.refit_releases or default_shadow_releases(individuals, game.mechanism.n_outputs)
-    flops = phase_flops(game, refit_rows)
     budget_calls = default_calls(replace(GameConfig(), **(overrides or {})))
     phases = {}
     for name in PHASES:
@@ -142,13 +180,9 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
         if timing is None:
             continue
         per_call = timing["seconds"] / timing["calls"]
-        record = {"seconds": timing["seconds"], "calls": timing["calls"], "seconds_per_call": per_call,
-                  "default_calls": budget_calls[name], "default_seconds": per_call * budget_calls[name]}
-        if name in flops:
-            gflops = flops[name] / per_call / 1e9
-            peak = peak64 if name == "refit: fit" else peak32
-            record.update(gflop_per_call=flops[name] / 1e9, gflops=gflops, fraction_of_matmul=gflops * 1e9 / peak)
-        phases[name] = record
+        phases[name] = {"seconds": timing["seconds"], "calls": timing["calls"], "seconds_per_call": per_call,
+                        "default_calls": budget_calls[name], "default_seconds": per_call * budget_calls[name]}
+    _add_flops(phases, phase_flops(game, refit_rows), peak32, peak64)
     return {
         "individuals": individuals,
         "attributes": attributes,
@@ -252,6 +286,24 @@ def _overrides(settings: list[str]) -> dict[str, int | float]:
     return out
 
 
+def recount(source: Path, out: Path) -> int:
+    """Recompute the FLOP columns of the report ``source`` (its measured seconds and matmul peaks
+    kept) with this version's FLOP model, and write it to ``out``."""
+    from bngp.io_utils import write_json, write_text
+
+    report = json.loads(source.read_text())
+    for record in report["records"]:
+        game = _game(record["individuals"], record["attributes"], record.get("composition", 1), record["seed"],
+                     record["steps"], record["fresh_check_steps"], record.get("overrides"))
+        _add_flops(record["phases"], phase_flops(game, record["refit_rows"]),
+                   record["matmul_gflops_float32"] * 1e9, record["matmul_gflops_float64"] * 1e9)
+    report["command"] += "; FLOP columns recounted by python experiments/benchmarks/game_phases.py --recount"
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "game_phases.json", report)
+    write_text(out / "game_phases.md", markdown(report))
+    return 0
+
+
 def _size(text: str) -> tuple[int, int, int]:
     """``KxQ`` or ``KxQxM`` -> (K, |Q|, M mechanisms composed, 1 without)."""
     values = [int(v) for v in text.split("x")]
@@ -270,8 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="experiments/results/benchmarks", help="output folder (default: %(default)s)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a numeric GameConfig setting other than its default, e.g. attacker_steps=5 (repeatable)")
+    parser.add_argument("--recount", metavar="REPORT.json",
+                        help="recompute the FLOP columns of a saved report from the layer sizes (no training), "
+                             "written to --out")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # KxQ: measure one size in this process, JSON on stdout
     args = parser.parse_args(argv)
+    if args.recount:
+        return recount(Path(args.recount), Path(args.out))
     if args.one:
         k, q, m = _size(args.one)
         print(json.dumps(measure_one(k, q, args.steps, args.fresh_check_steps, args.threads, args.seed, _overrides(args.set),

@@ -11,14 +11,21 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "benchmarks"))
 
-from game_phases import _size, _svd_flops, main  # noqa: E402
+from game_phases import _refit_fit_flops, _size, main  # noqa: E402
 
 
 def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
-    """Counted by hand: tall (R > Q) = Gram 2 R Q^2 + eigh 4 Q^3 + back projection 2 R Q^2; wide
-    (R <= Q, the dual form) = Gram 2 R^2 Q + eigh 4 R^3 + validation kernel 2 V Q R + map 2 Q R K."""
-    assert _svd_flops(10, 4, 3, 5) == 2 * 10 * 16 + 4 * 64 + 2 * 10 * 16
-    assert _svd_flops(4, 10, 3, 5) == 2 * 16 * 10 + 4 * 64 + 2 * 5 * 10 * 4 + 2 * 10 * 4 * 3
+    """Counted by hand, R rows, Q columns, K outputs, V validation draws, P penalties, r = min(R, Q):
+    tall (R > Q): syrk R Q^2, eigh 4 Q^3, X^T B 2 R Q K, projection 2 r Q K, validation 2 V Q r,
+    map 2 Q r K; wide (R <= Q, the dual form): syrk Q R^2, eigh 4 R^3, U^T B 2 R r K, kernel
+    2 V Q R, rotation 2 V R r, U (...) 2 R r K, map 2 Q R K; both: path P 2 V r K and the
+    inversion head's features 2 R Q K."""
+    R, Q, K, V, P = 10, 4, 3, 5, 7
+    tall = R * Q**2 + 4 * Q**3 + 2 * R * Q * K + 2 * Q * Q * K + 2 * V * Q * Q + 2 * Q * Q * K
+    assert _refit_fit_flops(R, Q, K, V, P) == tall + P * 2 * V * Q * K + 2 * R * Q * K
+    R, Q = 4, 10
+    wide = Q * R**2 + 4 * R**3 + 2 * R * R * K + 2 * V * Q * R + 2 * V * R * R + 2 * R * R * K + 2 * Q * R * K
+    assert _refit_fit_flops(R, Q, K, V, P) == wide + P * 2 * V * R * K + 2 * R * Q * K
 
 
 def test_sizes_parse_with_an_optional_composition():
@@ -44,3 +51,11 @@ def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
         assert record["phases"]["refit: fit"]["gflop_per_call"] > 0 and record["matmul_gflops_float32"] > 0
     markdown = (tmp_path / "game_phases.md").read_text()
     assert "composition of 3 (Table 5: 2 fixed Gaussian mechanisms" in markdown
+    # --recount rebuilds the games and recomputes the FLOP columns from the saved seconds
+    saved = {name: dict(phase) for name, phase in plain["phases"].items()}
+    assert main(["--recount", str(tmp_path / "game_phases.json"), "--out", str(tmp_path / "recount")]) == 0
+    recounted = json.loads((tmp_path / "recount" / "game_phases.json").read_text())["records"][0]["phases"]
+    for name, phase in saved.items():
+        assert recounted[name]["seconds_per_call"] == phase["seconds_per_call"]
+        if "gflops" in phase:
+            assert recounted[name]["gflop_per_call"] == pytest.approx(phase["gflop_per_call"])
