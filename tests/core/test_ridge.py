@@ -291,12 +291,15 @@ def _direct_whitened(x: np.ndarray, b: np.ndarray, shrinkage: float, relative: f
     return x_mean, b_mean, whitened @ np.linalg.inv(gram + lam * np.eye(individuals))
 
 
-def test_fit_whitened_is_its_formula_at_the_best_validation_auc():
+@pytest.mark.parametrize("outputs", [20, 150])
+def test_fit_whitened_is_its_formula_at_the_best_validation_auc(outputs):
     """fit_whitened's weights equal the direct transcription (1e-6 of the largest weight)
     at its chosen (shrinkage, penalty), and that pair has the highest validation AUC on the grid.  Noise:
-    isotropic sd 0.5 plus a 2-dimensional subspace at sd 20 (Sigma far from a multiple of I)."""
+    isotropic sd 0.5 plus a 2-dimensional subspace at sd 20 (Sigma far from a multiple of I).
+    120 shadow releases of 20 outputs (Sigma diagonalised) or of 150 (fewer releases than outputs:
+    Sigma of rank 113, the low-rank path, against the direct solve with the full 150 x 150 Sigma_d)."""
     rng = np.random.default_rng(4)
-    individuals, outputs = 6, 20
+    individuals = 6
     signal = rng.normal(size=(individuals, outputs))
     subspace = rng.normal(size=(2, outputs))
 
