@@ -33,9 +33,10 @@ from functools import partial
 
 import json
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -90,6 +91,20 @@ class _History:
     rows: list[dict] = field(default_factory=list)
     collapse_events: int = 0
 
+
+
+@contextmanager
+def _held_fixed(module: nn.Module) -> Iterator[None]:
+    """Within the block ``module``'s parameters take no gradient; gradients still flow through
+    the module to its inputs."""
+    trained = [parameter for parameter in module.parameters() if parameter.requires_grad]
+    for parameter in trained:
+        parameter.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for parameter in trained:
+            parameter.requires_grad_(True)
 
 class Game:
     """Defender vs attacker training on one population and membership prior.
@@ -387,12 +402,9 @@ class Game:
         b, r = self._draw(self.config.batch_size)
         x, x_hat = self._release(b, r)
         individuals = self._draw_individuals()
-        # the attacker is held fixed: the backward computes the gradients through H for the
-        # defender only, not H's own (which the next attacker update would discard)
-        attacker_trained = [p for p in self.attacker.parameters() if p.requires_grad]
-        for parameter in attacker_trained:
-            parameter.requires_grad_(False)
-        try:
+        # H held fixed: the backward computes the gradients through H for the defender only,
+        # not H's own (which the next attacker update would discard)
+        with _held_fixed(self.attacker):
             logits = self._attack(x, individuals)
             if self.opponent is None:
                 leakage = self._leakage(logits, b, individuals)
@@ -406,9 +418,6 @@ class Game:
                 defender_loss = defender_loss + self.config.dp_penalty * violation
             self.opt_d.zero_grad(set_to_none=True)
             defender_loss.backward()
-        finally:
-            for parameter in attacker_trained:
-                parameter.requires_grad_(True)
         self.opt_d.step()
         self.defender.project_()
         self.multiplier = objectives.updated_multiplier(self.config, self.multiplier, leakage.item(), plain.item())

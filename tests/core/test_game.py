@@ -252,6 +252,39 @@ def test_refitted_head_is_frozen_between_refits_unless_asked(small_population):
     assert not torch.equal(trained.attacker.head.weight, head)
 
 
+def test_the_refitted_head_takes_no_gradient_and_the_defender_step_leaves_h_gradients_alone(small_population):
+    """The head refitted in closed form takes no gradient at all; the defender's update holds H
+    fixed (its backward computes no gradient of H's own parameters, and their requires_grad is
+    restored afterwards), while the defender's gradient through H is the one of an H that does
+    take gradients (the reference: the same loss with H's parameters requiring gradients)."""
+    game = _game(small_population, attacker_refit_every=100)
+    head = list(game.attacker.head.parameters())
+    assert not any(parameter.requires_grad for parameter in head)
+    mlp = [parameter for parameter in game.attacker.parameters() if all(parameter is not h for h in head)]
+    assert mlp and all(parameter.requires_grad for parameter in mlp)
+    game.refit_attacker(score_defender=False)
+    for parameter in mlp:
+        parameter.grad = None
+    torch.manual_seed(0)
+    defender_state = {k: v.clone() for k, v in game.defender.state_dict().items()}
+    generator_state = game.generator.get_state()
+    game._defender_step(torch.tensor(0.0))
+    assert all(parameter.grad is None for parameter in mlp)  # no gradient of H's own computed
+    assert all(parameter.requires_grad for parameter in mlp)
+    moved = [p.detach().clone() for p in game.defender.parameters()]
+    # reference: the same step with H taking gradients too gives the same defender update
+    reference = _game(small_population, attacker_refit_every=100)
+    reference.attacker.load_state_dict(game.attacker.state_dict())
+    reference.defender.load_state_dict(defender_state)
+    reference.generator.set_state(generator_state)
+    reference.multiplier = game.multiplier
+    for parameter in reference.attacker.parameters():
+        parameter.requires_grad_(True)
+    reference._defender_step(torch.tensor(0.0))
+    for got, want in zip(moved, reference.defender.parameters()):
+        assert torch.equal(got, want.detach())
+
+
 def test_the_best_state_against_a_refitted_attacker_is_kept_and_saved(small_population, tmp_path):
     """GameConfig.select_defender: every refit scores the current defender; the best is restored,
     saved as defender.pt, checkpointed, and reported under ``selected``."""
