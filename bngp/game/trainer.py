@@ -92,7 +92,6 @@ class _History:
     collapse_events: int = 0
 
 
-
 @contextmanager
 def _held_fixed(module: nn.Module) -> Iterator[None]:
     """Within the block ``module``'s parameters take no gradient; gradients still flow through
@@ -105,6 +104,7 @@ def _held_fixed(module: nn.Module) -> Iterator[None]:
     finally:
         for parameter in trained:
             parameter.requires_grad_(True)
+
 
 class Game:
     """Defender vs attacker training on one population and membership prior.
