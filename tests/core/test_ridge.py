@@ -86,6 +86,17 @@ def _linear_releases(b: np.ndarray, signal: np.ndarray, noise: float, rng: np.ra
     return b @ signal + noise * rng.normal(size=(b.shape[0], signal.shape[1]))
 
 
+def _linear_problem(seed: int, outputs: int, repeats: int):
+    """(x, b, validation_x, validation_b): K = 6 individuals, 3 members, every 3-subset ``repeats``
+    times as shadow releases and 80 random validation draws of the release model x = b M + 3 N(0, I)."""
+    rng = np.random.default_rng(seed)
+    signal = rng.normal(size=(6, outputs))
+    b = _balanced(6, 3, repeats, rng)
+    x = _linear_releases(b, signal, 3.0, rng)
+    validation_b = UniformSubsetPrior(6, 3).sample(80, rng).astype(np.float64)
+    return x, b, _linear_releases(validation_b, signal, 3.0, rng), validation_b
+
+
 def _direct_ridge(x: np.ndarray, b: np.ndarray, relative: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x_mean, b_mean, W), W = (X_c^T X_c + lam I)^-1 X_c^T B_c, lam = relative * max eig(X_c^T X_c)."""
     x_mean, b_mean = x.mean(axis=0), b.mean(axis=0)
@@ -117,12 +128,7 @@ def test_validation_penalty_is_the_direct_solution_of_highest_validation_auc():
     """On validation releases, fit_ridge's path holds the mean per-release AUC (sklearn, per row)
     of the direct solution at every penalty, it picks the best one, and its weights are the
     direct solution (rtol 1e-6: R = 60 > |Q| = 12, so every penalty of the path is well posed)."""
-    rng = np.random.default_rng(1)
-    signal = rng.normal(size=(6, 12))
-    b = _balanced(6, 3, 3, rng)  # 60 releases
-    x = _linear_releases(b, signal, 3.0, rng)
-    validation_b = UniformSubsetPrior(6, 3).sample(80, rng).astype(np.float64)
-    validation_x = _linear_releases(validation_b, signal, 3.0, rng)
+    x, b, validation_x, validation_b = _linear_problem(seed=1, outputs=12, repeats=3)  # 60 releases
     fit = fit_ridge(*_tensors(x, b), validation=_tensors(validation_x, validation_b))
     assert fit.criterion == "validation-auc" and fit.releases == 60
     expected = []
@@ -149,12 +155,7 @@ def test_fewer_releases_than_outputs_fit_in_the_dual_form_the_direct_solution(wi
     same ridge, W = X_c^T (X_c X_c^T + lam I)^-1 B_c (equal to the primal solution for lam > 0),
     lam = relative * max eig(X_c X_c^T); its validation AUC at every penalty (sklearn per row)
     and, at the chosen penalty, its weights (rtol 1e-6) and predictions."""
-    rng = np.random.default_rng(5)
-    signal = rng.normal(size=(6, 90))
-    b = _balanced(6, 3, 2, rng)  # 40 releases
-    x = _linear_releases(b, signal, 3.0, rng)
-    validation_b = UniformSubsetPrior(6, 3).sample(80, rng).astype(np.float64)
-    validation_x = _linear_releases(validation_b, signal, 3.0, rng)
+    x, b, validation_x, validation_b = _linear_problem(seed=5, outputs=90, repeats=2)  # 40 releases
     x_mean, b_mean = x.mean(axis=0), b.mean(axis=0)
     xc, bc = x - x_mean, b - b_mean
     kernel = xc @ xc.T
