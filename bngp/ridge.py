@@ -194,6 +194,12 @@ def thin_svd(
     return ((matrix @ right) / singular if left_vectors else None), singular, right.T
 
 
+def _times_right_vectors(operand: torch.Tensor, matrix: torch.Tensor, left: torch.Tensor, singular: torch.Tensor) -> torch.Tensor:
+    """operand @ V for the thin SVD matrix = U S V^T of a wide matrix, through V = matrix^T U / s,
+    without forming V (the dual form of :func:`fit_ridge` and :func:`fit_whitened`)."""
+    return ((operand @ matrix.T) @ left) / singular
+
+
 def gram(matrix: torch.Tensor) -> torch.Tensor:
     """matrix^T matrix, exactly symmetric.  On the CPU through numpy, whose product of a matrix
     with its own transpose is BLAS syrk: half the FLOPs of the general product torch runs
@@ -284,7 +290,7 @@ def fit_ridge(
     points: list[tuple[float, float]] = []
     if validation is not None:
         validation_x = validation[0].to(torch.float64) - release_mean
-        rotated = ((validation_x @ centred_x.T) @ left) / singular if dual else validation_x @ right_t.T
+        rotated = _times_right_vectors(validation_x, centred_x, left, singular) if dual else validation_x @ right_t.T
         labels = validation[1]
         for relative in path:
             prediction = intercept + rotated @ ((singular / (squared + relative * scale))[:, None] * projected)
@@ -349,9 +355,8 @@ def fit_whitened(
         left, singular, _ = thin_svd(residual, right_vectors=False)
         eigenvalues = singular**2 / degrees
         total = float(eigenvalues.sum())
-        # V = E^T U / s, applied without forming it
-        signal_rotated = ((signal @ residual.T) @ left) / singular  # M V, (K, r)
-        validation_rotated = ((validation_x @ residual.T) @ left) / singular  # X_v V
+        signal_rotated = _times_right_vectors(signal, residual, left, singular)  # M V, (K, r)
+        validation_rotated = _times_right_vectors(validation_x, residual, left, singular)  # X_v V
         perpendicular = signal - (signal_rotated / singular) @ (left.T @ residual)  # M_perp, (K, Q)
         perpendicular_gram = gram(perpendicular.T)  # M_perp M_perp^T
         validation_perpendicular = validation_x @ perpendicular.T  # X_v M_perp^T

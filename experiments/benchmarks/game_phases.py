@@ -6,7 +6,7 @@ defender selection) for ``--steps`` defender steps plus the fresh-attacker check
 per-phase wall times the trainer records (``summary.timings``, :class:`bngp.timing.PhaseTimer`).
 Per phase it reports:
 
-- seconds per call, and the calls of a default run (1,500 steps, a refit every 25 steps, an
+- seconds per call, and the calls of a default run (1,500 steps, a refit every 50 steps, an
   evaluation every 50, a checkpoint every 250, one fresh-attacker check): the projected wall
   time of the default budget is their product summed over phases;
 - FLOPs counted from the layer sizes (a Linear layer: 2 * batch * in * out forward, twice that
