@@ -8,7 +8,9 @@ sizes per scale, the paper's numbers, where we knowingly differ) at one scale an
 2. trains BNGP defenders with :class:`bngp.game.Game` into ``OUT/NAME/runs/SCALE_seedS/LABEL/``
    (a completed run of the same configuration on the same population is reused and an
    interrupted one resumed from its checkpoint, so a paper-scale reproduction can be split
-   across sessions);
+   across sessions; a finished run keeps its defender, config, summary and TensorBoard logs
+   but not its checkpoint (:func:`bngp.run_dir.drop_from_run`), small enough to keep with the
+   results);
 3. evaluates defenses with :func:`bngp.evaluate.evaluate_defense` on the same evaluation
    memberships for every setting (paired comparisons), timing each attack, and adds one
    :class:`Row` per attack.  Each finished evaluation is stored in
@@ -52,7 +54,7 @@ from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConf
 from bngp.reproduce.datasets import DATASETS, make_population
 from bngp.reproduce.scales import SCALES, Budget, Sizes
 from bngp.io_utils import atomic_write, write_json
-from bngp.run_dir import MANIFEST_FILE, staging_dir, verify_run
+from bngp.run_dir import MANIFEST_FILE, drop_from_run, staging_dir, verify_run
 
 __all__ = ["PaperAUC", "ExperimentSpec", "Row", "Experiment", "typical_replacement_l2", "format_auc"]
 
@@ -247,6 +249,8 @@ class Experiment:
             self.log(f"{label}: training {config.steps} steps{' (resuming its checkpoint)' if resume else ''} -> {run_dir}")
             game = Game(self.population, self.prior, config, device=self.device)
             summary = game.train(run_dir, resume=resume, force=True, progress=self.progress)
+            # a finished run is not resumed: keep the defender, drop the checkpoint (1.3 GB at Table 5's paper scale)
+            drop_from_run(run_dir, (CHECKPOINT_FILE,))
         seconds = time.perf_counter() - start
         check = summary.fresh_attacker_check
         self.trainings[label] = {

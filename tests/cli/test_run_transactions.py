@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 from bngp.cli import main
 from bngp.errors import DataFormatError, MissingFileError
-from bngp.run_dir import MANIFEST_FILE, staging_dir, verify_run
+from bngp.run_dir import MANIFEST_FILE, drop_from_run, staging_dir, verify_run
 
 TRAIN = ["train", "--members", "20", "--kappa", "1.5", "--steps", "30", "--attacker-steps", "1", "--batch-size", "8",
          "--fresh-check-steps", "5", "--quiet"]
@@ -160,3 +161,25 @@ def test_sigkill_of_evaluate_and_audit_mechanism_never_leaves_a_partial_report(s
         process.wait()
         if out.exists():
             assert json.loads(out.read_text()).keys() == complete.keys()
+
+
+def test_dropping_a_file_from_a_complete_run_keeps_it_verifiable(small_population_file, tmp_path, capsys):
+    """drop_from_run: the run still verifies and evaluates, records what it dropped, and can no
+    longer be resumed (one-line error); a file removed without it makes the run refused."""
+    run = tmp_path / "run"
+    assert main([*TRAIN, "--population", str(small_population_file), "--out", str(run), "--seed", "0"]) == 0
+    before = verify_run(run)
+    twin = tmp_path / "twin"
+    shutil.copytree(run, twin)
+    manifest = drop_from_run(run, ("checkpoint.pt", "not-there"))
+    assert manifest == verify_run(run) and not (run / "checkpoint.pt").exists()
+    assert manifest["dropped"] == {"checkpoint.pt": before["files"]["checkpoint.pt"]}
+    assert set(manifest["files"]) == set(before["files"]) - {"checkpoint.pt"}
+    assert drop_from_run(run, ("checkpoint.pt",)) == manifest  # dropping it again changes nothing
+    assert _reader_outcome(run, small_population_file, capsys) == "complete"
+    code = main([*TRAIN, "--population", str(small_population_file), "--out", str(run), "--resume"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no checkpoint" in err and len(err.strip().splitlines()) == 1
+    (twin / "checkpoint.pt").unlink()  # removed behind the manifest's back: refused
+    with pytest.raises(DataFormatError, match="incomplete"):
+        verify_run(twin)

@@ -209,6 +209,11 @@ def test_table5_composes_four_fixed_gaussians_with_a_learned_fifth(reproduced: P
 def test_a_second_run_reuses_the_trained_defenders_and_gives_the_same_numbers(reproduced: Path, tmp_path: Path,
                                                                               capsys: pytest.CaptureFixture) -> None:
     before = _payload(reproduced, "table3")
+    # a finished training keeps what its evaluation needs and not its 1.3 GB-at-paper-scale checkpoint
+    for training in before["trainings"].values():
+        manifest = verify_run(training["run"])
+        assert set(manifest["dropped"]) == {"checkpoint.pt"} and not (Path(training["run"]) / "checkpoint.pt").exists()
+        assert {"defender.pt", "config.json", "summary.json"} <= set(manifest["files"])
     assert main(["reproduce", "table3", "--seed", str(SEED), "--out", str(reproduced), "--quiet"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["experiments"][0]["name"] == "table3"
