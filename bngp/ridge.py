@@ -248,10 +248,14 @@ def _centre(releases: torch.Tensor, memberships: torch.Tensor):
         raise InputError(f"a linear fit needs at least 3 shadow releases, got {releases.shape[0]}.")
     release_mean = releases.mean(dim=0)
     membership_mean = memberships.mean(dim=0)
+    # outputs that do not vary leave rounding residue ~1e-17 after centring: make them exactly 0.
+    # max_i |x_i - m| is max(max x - m, m - min x) exactly (rounding is monotone and symmetric), from
+    # one pass over the releases instead of a copy of |X - m| (2.7 GB for 5,368 x 25,000 releases)
+    low, high = torch.aminmax(releases, dim=0)
+    constant = torch.maximum(high - release_mean, release_mean - low) <= 1e-12 * (release_mean.abs() + 1e-12)
     centred = releases - release_mean
-    # outputs that do not vary leave rounding residue ~1e-17 after centring: make them exactly 0
-    constant = centred.abs().amax(dim=0) <= 1e-12 * (release_mean.abs() + 1e-12)
-    centred[:, constant] = 0.0
+    if bool(constant.any()):
+        centred[:, constant] = 0.0
     return centred, memberships - membership_mean, release_mean, membership_mean
 
 
