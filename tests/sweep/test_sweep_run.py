@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 from bngp.cli import main
+from bngp.data.independent import simulate_independent
+from bngp.data.npz import save_population
 from bngp.sweep import execute, run_sweep
 from sweep_helpers import small_config, write_config
 
@@ -102,3 +104,23 @@ def test_ray_is_needed_only_by_the_ray_backend(sweep_population, tmp_path, monke
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install bngp[ray]" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_cells_run_cheapest_first_and_merge_in_grid_order(sweep_population, tmp_path, monkeypatch):
+    """Cells without a defender to train run before BNGP cells, smaller populations first; the
+    merged results keep the grid order (dataset, defense, parameter)."""
+    larger = tmp_path / "larger.npz"
+    save_population(simulate_independent(20, 20, 80, seed=1), larger)
+    order: list[tuple[str, str]] = []
+
+    def record(cell, population):
+        order.append((cell.dataset.name, cell.family))
+        raise RuntimeError("recorded")
+
+    monkeypatch.setattr(execute, "_compute", record)
+    config = small_config(larger, kappa=[0.5], retries=0)
+    config["datasets"] = [{"path": str(larger), "members": 10}, {"path": str(sweep_population), "members": 10}]
+    result = run_sweep(config, tmp_path / "out", progress=False)
+    assert order == [("pop", "laplace"), ("larger", "laplace"), ("pop", "bngp"), ("larger", "bngp")]
+    assert [(r.cell.dataset.name, r.cell.family) for r in result.cells] == \
+        [("larger", "bngp"), ("larger", "laplace"), ("pop", "bngp"), ("pop", "laplace")]
