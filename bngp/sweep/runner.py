@@ -29,12 +29,13 @@ PLOT_FILE = "frontier.png"
 CELLS_DIR = "cells"
 
 
-def _cost_rank(job: tuple[Cell, Population]) -> tuple[bool, int]:
-    """Order of execution: cells without a defender to train first, then by the population's
-    size K x |Q| (stable within ties: grid order), so that an interrupted sweep has finished as
-    many cells as it could (a paper-scale genome BNGP cell costs an hour, a DP cell minutes)."""
+def _cost_rank(job: tuple[Cell, Population]) -> tuple[int, bool]:
+    """Order of execution: smaller populations (K x |Q|) first and, within one, cells without a
+    defender to train before BNGP cells (stable within ties: grid order), so that an interrupted
+    sweep has finished as many cells as it could (at paper scale an Adult cell takes a minute or
+    two, a genome DP cell about ten, a genome BNGP cell more than an hour)."""
     cell, population = job
-    return cell.game is not None, population.n_individuals * population.n_attributes
+    return population.n_individuals * population.n_attributes, cell.game is not None
 
 
 def run_sweep(

@@ -107,8 +107,8 @@ def test_ray_is_needed_only_by_the_ray_backend(sweep_population, tmp_path, monke
 
 
 def test_cells_run_cheapest_first_and_merge_in_grid_order(sweep_population, tmp_path, monkeypatch):
-    """Cells without a defender to train run before BNGP cells, smaller populations first; the
-    merged results keep the grid order (dataset, defense, parameter)."""
+    """Smaller populations first and, within one, cells without a defender to train before BNGP
+    cells; the merged results keep the grid order (dataset, defense, parameter)."""
     larger = tmp_path / "larger.npz"
     save_population(simulate_independent(20, 20, 80, seed=1), larger)
     order: list[tuple[str, str]] = []
@@ -121,6 +121,6 @@ def test_cells_run_cheapest_first_and_merge_in_grid_order(sweep_population, tmp_
     config = small_config(larger, kappa=[0.5], retries=0)
     config["datasets"] = [{"path": str(larger), "members": 10}, {"path": str(sweep_population), "members": 10}]
     result = run_sweep(config, tmp_path / "out", progress=False)
-    assert order == [("pop", "laplace"), ("larger", "laplace"), ("pop", "bngp"), ("larger", "bngp")]
+    assert order == [("pop", "laplace"), ("pop", "bngp"), ("larger", "laplace"), ("larger", "bngp")]
     assert [(r.cell.dataset.name, r.cell.family) for r in result.cells] == \
         [("larger", "bngp"), ("larger", "laplace"), ("pop", "bngp"), ("pop", "laplace")]
