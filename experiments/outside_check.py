@@ -11,8 +11,9 @@ strongest AUC >= outside AUC - 2 SE (SE combining both AUCs' standard errors ove
 
     python experiments/outside_check.py experiments/results/reproduce/fig3d-dp600/paper_seed0 --shadow 4000
 
-A ``bngp reproduce frontier`` report is checked cell by cell (its DP cells; the sweep does not keep
-the BNGP cells' trained defenders).
+A ``bngp reproduce frontier`` report, or its sweep directory before the report exists, is checked
+cell by cell (the BNGP cells through the trained defenders the sweep keeps; each verdict stored in
+the sweep's ``outside/`` and reused).
 
 Writes ``DIR.outside.json`` and ``DIR.outside.md`` next to the report directory (not inside it:
 a report directory is complete and listed in its manifest).
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -30,6 +32,7 @@ from pathlib import Path
 from outside_ridge import attack_defense
 
 from bngp.cli.common import set_threads
+from bngp.data.npz import load_population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses import DefenseContext, parse_defense_spec
 from bngp.defenses.artifact import population_fingerprint
@@ -74,32 +77,78 @@ def check(directory: Path, overrides: dict[int, str], *, shadow: int, validation
             "seed": payload["seed"], "shadow": shadow, "validation": validation, "test": test, "settings": settings}
 
 
-def check_frontier(directory: Path, *, shadow: int, validation: int, test: int) -> dict:
-    """The outside ridge against every DP cell of a ``bngp reproduce frontier`` report (the BNGP
-    cells' trained defenders are not kept by the sweep).  A cell stores only its mean AUC, so the
-    margin is two standard errors of the outside ridge's own test AUC."""
+def _frontier_records(directory: Path) -> tuple[Path, list[dict], dict]:
+    """(sweep directory, its successful cell records, scale and seed) of a frontier report
+    (OUT/frontier/SCALE_seedS) or of its sweep (OUT/frontier/sweep/SCALE_seedS) before the report exists."""
+    if (directory / "cells").is_dir():
+        records = [json.loads(path.read_text()) for path in sorted((directory / "cells").glob("*.json"))]
+        match = re.fullmatch(r"(\w+)_seed(\d+)", directory.name)
+        if match is None:
+            raise SystemExit(f"{directory}: a frontier sweep directory is named SCALE_seedS")
+        return directory, [record for record in records if record["status"] == "ok"], \
+            {"scale": match[1], "seed": int(match[2]), "sizes": None}
     payload = json.loads((directory / "results.json").read_text())
-    populations = {name: make_population(name, Sizes(**sizes), payload["seed"]) for name, sizes in payload["sizes"].items()}
+    return directory.parent / "sweep" / directory.name, payload["sweep"]["results"], payload
+
+
+def _cached(path: Path, record: dict, parameters: dict) -> dict | None:
+    """The verdict stored for this cell with these parameters, when its strongest AUC is unchanged."""
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    entry = stored.get("entry", {})
+    if stored.get("parameters") != parameters or entry.get("strongest", {}).get("auc") != record["strongest_auc"]:
+        return None
+    return entry
+
+
+def check_frontier(directory: Path, *, shadow: int, validation: int, test: int) -> dict:
+    """The outside ridge against every cell of a ``bngp reproduce frontier`` report or of its sweep
+    directory (before the report exists): DP cells through their SPEC, BNGP cells through the
+    trained defender the sweep keeps in ``runs/<key>/``.  Each verdict is stored in the sweep's
+    ``outside/<key>.json`` and reused for the same parameters, so a paper-scale frontier spread
+    over sessions is checked cell by cell while each BNGP cell's defender is still on disk (the
+    defenders are not committed).  A cell stores only its mean AUC, so the margin is two
+    standard errors of the outside ridge's own test AUC."""
+    sweep_dir, records, payload = _frontier_records(directory)
+    parameters = {"shadow": shadow, "validation": validation, "test": test}
+    populations: dict[str, object] = {}
     settings = []
-    for cell in payload["sweep"]["results"]:
+    for cell in records:
         setting = f"{cell['dataset']} {cell['spec']}"
         strongest = {"name": cell["strongest_attack"], "auc": cell["strongest_auc"]}
-        entry = {"setting": setting, "defense_spec": cell["spec"], "strongest": strongest}
+        cache = sweep_dir / "outside" / f"{cell['key']}.json"
+        spec = cell["spec"]
         if cell["family"] == "bngp":
-            entry["skipped"] = "the sweep does not keep trained defenders"
+            run = sweep_dir / "runs" / cell["key"]
+            spec = f"run:{run}" if (run / "manifest.json").is_file() else None
+        entry = {"setting": setting, "defense_spec": spec, "strongest": strongest}
+        cached = _cached(cache, cell, parameters)
+        if cached is not None:
+            settings.append(cached)
+            continue
+        if spec is None:
+            entry["skipped"] = "its trained defender is not on disk (kept only by the sweep that trained it)"
             settings.append(entry)
             continue
+        if cell["dataset"] not in populations:
+            source = Path(cell["path"])
+            populations[cell["dataset"]] = (load_population(source) if source.is_file() else
+                                            make_population(cell["dataset"], Sizes(**payload["sizes"][cell["dataset"]]),
+                                                            payload["seed"]))
         population = populations[cell["dataset"]]
         members = cell["members"]
         started = time.perf_counter()
         outside = attack_defense(population, UniformSubsetPrior(population.n_individuals, members),
-                                 parse_defense_spec(cell["spec"], DefenseContext(population, members)), shadow=shadow,
+                                 parse_defense_spec(spec, DefenseContext(population, members)), shadow=shadow,
                                  validation=validation, test=test, seed=payload["seed"])
         standard_error = outside["test_auc_std"] / math.sqrt(test)
         entry.update(outside=outside, seconds=time.perf_counter() - started, standard_error=standard_error,
                      holds=strongest["auc"] >= outside["auc"] - 2 * standard_error)
         print(f"[outside] {setting}: outside ridge {outside['auc']:.4f} vs strongest {strongest['name']} "
               f"{strongest['auc']:.4f}: {'holds' if entry['holds'] else 'FAILS'}", flush=True)
+        write_json(cache, {"parameters": parameters, "entry": entry})
         settings.append(entry)
     return {"report": str(directory), "experiment": "frontier", "scale": payload["scale"], "seed": payload["seed"],
             "shadow": shadow, "validation": validation, "test": test, "settings": settings}
@@ -126,7 +175,8 @@ def markdown(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("report", type=Path, help="a report directory of bngp reproduce (OUT/NAME/SCALE_seedS)")
+    parser.add_argument("report", type=Path, help="a report directory of bngp reproduce (OUT/NAME/SCALE_seedS), or a "
+                        "frontier's sweep directory (OUT/frontier/sweep/SCALE_seedS)")
     parser.add_argument("--defense", action="append", default=[], metavar="N=SPEC",
                         help="the SPEC of setting N (numbered as roc-N.png) when the report did not record one")
     parser.add_argument("--shadow", type=int, default=4000)
@@ -136,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     set_threads(args.threads)
     overrides = {int(number): spec for number, spec in (item.split("=", 1) for item in args.defense)}
-    if json.loads((args.report / "results.json").read_text())["experiment"] == "frontier":
+    if (args.report / "cells").is_dir() or json.loads((args.report / "results.json").read_text())["experiment"] == "frontier":
         result = check_frontier(args.report, shadow=args.shadow, validation=args.validation, test=args.test)
     else:
         result = check(args.report, overrides, shadow=args.shadow, validation=args.validation, test=args.test)

@@ -1,5 +1,6 @@
 """Running one cell: train the BNGP defender (BNGP cells), evaluate the defense, audit it (with an
-``audit`` table), retry on failure.
+``audit`` table), retry on failure.  A BNGP cell's finished run directory (less its resumable
+checkpoint) comes back with the result, as bytes, and is kept by :class:`bngp.sweep.store.CellStore`.
 
 :func:`run_cell` is the one task every backend runs, in the caller's process (``local``) or in
 a Ray worker; it always computes on the CPU with one torch/BLAS thread, so that a cell gives
@@ -23,8 +24,9 @@ from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
 from bngp.defenses.trained import load_run_defense
 from bngp.evaluate import evaluate_defense
-from bngp.game import Game
+from bngp.game import CHECKPOINT_FILE, Game
 from bngp.mechanism_audit import audit_mechanism
+from bngp.run_dir import drop_from_run
 
 from .cells import Cell
 from .config import AuditSpec
@@ -76,7 +78,7 @@ def _compute(cell: Cell, population: Population) -> dict:
     members = cell.dataset.members
     prior = UniformSubsetPrior(population.n_individuals, members)
     context = DefenseContext(population, members)
-    training, notes = None, []
+    training, notes, defender_run = None, [], None
     if cell.game is None:
         defense = parse_defense_spec(cell.spec, context)
     else:
@@ -84,6 +86,11 @@ def _compute(cell: Cell, population: Population) -> dict:
             run_dir = Path(work) / "run"
             summary = Game(population, prior, cell.game).train(run_dir, progress=False)
             defense = load_run_defense(run_dir, context)  # loaded into memory: the run directory can go
+            # the finished run without its checkpoint goes back with the result (a Ray worker's disk is not the
+            # driver's): the sweep keeps it, so the trained defender can be attacked again (outside checks)
+            drop_from_run(run_dir, (CHECKPOINT_FILE,))
+            defender_run = {str(path.relative_to(run_dir)): path.read_bytes()
+                            for path in sorted(run_dir.rglob("*")) if path.is_file()}
         training = {
             "steps": summary.steps,
             "selected_step": summary.selected["step"] if summary.selected else None,
@@ -106,6 +113,7 @@ def _compute(cell: Cell, population: Population) -> dict:
         "strongest_auc": evaluation.attacks[strongest]["auc"],
         "training": training,
         "warnings": [*notes, *evaluation.notes],
+        "defender_run": defender_run,
     }
 
 

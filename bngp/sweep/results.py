@@ -45,6 +45,9 @@ class CellResult:
             ``attack``, ``claimed_epsilon``, ``bound_exceeds_claim``, ``canary_auc``, ``seed`` and
             its wall ``seconds``; None otherwise (and for a failed cell).  Recorded, as ``audit``,
             only in the records of audited cells.
+        defender_run: for a BNGP cell just computed, the files of its trained defender's run
+            directory (relative path -> bytes, without the checkpoint), which the store writes to
+            ``DIR/runs/<key>/``; not part of the record (None for a stored result).
     """
 
     cell: Cell
@@ -60,6 +63,7 @@ class CellResult:
     training: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     audit: dict[str, Any] | None = None
+    defender_run: dict[str, bytes] | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,8 @@ def run_sweep(
     successful result is stored in ``out_dir/cells/`` are reused; the others run on ``backend``
     (``"local"``: in this process, one after another, cheapest first (:func:`_cost_rank`); ``"ray"``: one Ray task per cell, on a local
     runtime of ``workers`` CPUs, or on the cluster at ``address``), each retried up to
-    ``config.retries`` times, and each stored as soon as it finishes.  Then ``frontier.png``,
+    ``config.retries`` times, and each stored as soon as it finishes (a BNGP cell's trained
+    defender in ``out_dir/runs/<key>/``).  Then ``frontier.png``,
     ``sweep.md`` and, last, ``sweep.json`` are written, each atomically.
 
     Args:
@@ -102,7 +104,7 @@ def run_sweep(
                   key=_cost_rank)
     for result in run_cells(jobs, config.retries, backend, address, workers):
         store.save(result)
-        record(result, result.summary())
+        record(replace(result, defender_run=None), result.summary())  # its files are on disk now
     ordered = tuple(results[cell.key] for cell in cells)
     plot = plot_frontier(ordered, out / PLOT_FILE)
     payload = sweep_payload(config, ordered, backend=backend, computed=len(jobs), reused=reused,

@@ -9,8 +9,11 @@ import sys
 
 from bngp.cli import main
 from bngp.data.independent import simulate_independent
-from bngp.data.npz import save_population
+from bngp.data.npz import load_population, save_population
+from bngp.defenses import DefenseContext, parse_defense_spec
+from bngp.run_dir import verify_run
 from bngp.sweep import execute, run_sweep
+from bngp.sweep.store import CellStore
 from sweep_helpers import small_config, write_config
 
 
@@ -124,3 +127,23 @@ def test_cells_run_cheapest_first_and_merge_in_grid_order(sweep_population, tmp_
     assert order == [("pop", "laplace"), ("pop", "bngp"), ("larger", "laplace"), ("larger", "bngp")]
     assert [(r.cell.dataset.name, r.cell.family) for r in result.cells] == \
         [("larger", "bngp"), ("larger", "laplace"), ("pop", "bngp"), ("pop", "laplace")]
+
+
+def test_bngp_cells_keep_their_trained_defender(local_sweep, sweep_population):
+    """Each BNGP cell's run directory is kept in runs/<key>/ without its checkpoint, verifies and
+    loads as a defense; a DP cell has none, and no record carries the files."""
+    config, result = local_sweep
+    store = CellStore(result.out_dir / "cells")
+    population = load_population(sweep_population)
+    for cell_result in result.cells:
+        run = store.defender_run(cell_result.cell)
+        assert cell_result.defender_run is None  # the files are on disk, not in memory
+        if cell_result.cell.game is None:
+            assert run is None and not store.run_path(cell_result.cell).exists()
+            continue
+        manifest = verify_run(run)
+        assert set(manifest["dropped"]) == {"checkpoint.pt"} and "defender.pt" in manifest["files"]
+        defense = parse_defense_spec(f"run:{run}", DefenseContext(population, 10))
+        assert defense.describe()["name"] and manifest["config"]["kappa"] == cell_result.cell.parameter
+    payload = json.loads(result.json_path.read_text())
+    assert all("defender_run" not in record for record in payload["results"])
