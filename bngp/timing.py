@@ -41,6 +41,11 @@ class PhaseTimer:
         """{phase: {"seconds": s, "calls": n}} (JSON-ready)."""
         return {name: {"seconds": self.seconds[name], "calls": self.calls[name]} for name in self.seconds}
 
+    def restore(self, phases: dict[str, dict[str, float | int]]) -> None:
+        """Continue from the totals of :meth:`to_dict` (a resumed run counts the time before it)."""
+        self.seconds = {name: float(entry["seconds"]) for name, entry in phases.items()}
+        self.calls = {name: int(entry["calls"]) for name, entry in phases.items()}
+
 
 def matmul_flops(size: int = 2048, repeats: int = 8, dtype: "torch.dtype | None" = None) -> float:
     """Matmul throughput (FLOP/s) of this machine, measured now with torch's threads: the best of

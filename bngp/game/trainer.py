@@ -484,6 +484,7 @@ class Game:
             "multiplier": self.multiplier,
             "history": json.dumps(self.history.rows),
             "collapse_events": self.history.collapse_events,
+            "timings": json.dumps(self.timer.to_dict()),
             **(
                 {"best_score": self.best[0], "best_step": self.best[1], "best_defender": self.best[2]}
                 if self.best is not None
@@ -516,6 +517,8 @@ class Game:
         self.multiplier = float(payload["multiplier"])
         self.step = int(payload["step"])
         self.history = _History(json.loads(payload["history"]), int(payload["collapse_events"]))
+        if "timings" in payload:  # checkpoints written before 2026-11-24 did not keep them
+            self.timer.restore(json.loads(payload["timings"]))
         if "best_defender" in payload:
             self.best = (float(payload["best_score"]), int(payload["best_step"]), payload["best_defender"])
 

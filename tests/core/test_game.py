@@ -99,6 +99,10 @@ def test_resume_reproduces_uninterrupted_run(small_population, tmp_path):
     resumed.train(tmp_path / "split", resume=True, progress=False)
     assert resumed.step == 6
     assert torch.equal(_weights(full), _weights(resumed))
+    # the resumed run's phase timings count the steps before its checkpoint too
+    for phase in ("attacker steps", "defender step"):
+        assert resumed.timer.calls[phase] == full.timer.calls[phase]
+    assert resumed.timer.calls["defender step"] == 6
 
 
 def test_resume_refuses_other_settings(small_population, tmp_path):
