@@ -36,10 +36,13 @@ from bngp.data.npz import load_population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses import DefenseContext, parse_defense_spec
 from bngp.defenses.artifact import population_fingerprint
+from bngp.errors import BNGPError
 from bngp.io_utils import write_json, write_text
 from bngp.reproduce import EXPERIMENTS
 from bngp.reproduce.datasets import make_population
 from bngp.reproduce.scales import Sizes
+from bngp.run_dir import verify_run
+from bngp.sweep.store import RUNS_DIR
 
 
 def check(directory: Path, overrides: dict[int, str], *, shadow: int, validation: int, test: int) -> dict:
@@ -91,6 +94,15 @@ def _frontier_records(directory: Path) -> tuple[Path, list[dict], dict]:
     return directory.parent / "sweep" / directory.name, payload["sweep"]["results"], payload
 
 
+def _verifies(run: Path) -> bool:
+    """Whether the trained defender the sweep kept in ``run`` is there, complete and unaltered."""
+    try:
+        verify_run(run)
+    except BNGPError:
+        return False
+    return True
+
+
 def _cached(path: Path, record: dict, parameters: dict) -> dict | None:
     """The verdict stored for this cell with these parameters, when its strongest AUC is unchanged."""
     try:
@@ -121,8 +133,8 @@ def check_frontier(directory: Path, *, shadow: int, validation: int, test: int) 
         cache = sweep_dir / "outside" / f"{cell['key']}.json"
         spec = cell["spec"]
         if cell["family"] == "bngp":
-            run = sweep_dir / "runs" / cell["key"]
-            spec = f"run:{run}" if (run / "manifest.json").is_file() else None
+            run = sweep_dir / RUNS_DIR / cell["key"]
+            spec = f"run:{run}" if _verifies(run) else None
         entry = {"setting": setting, "defense_spec": spec, "strongest": strongest}
         cached = _cached(cache, cell, parameters)
         if cached is not None:

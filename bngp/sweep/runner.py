@@ -53,8 +53,9 @@ def run_sweep(
     Everything is validated before any cell runs (:class:`bngp.errors.InputError`): the config,
     the backend's options, the datasets (n < K) and every DP defense at every eps.  Cells whose
     successful result is stored in ``out_dir/cells/`` are reused; the others run on ``backend``
-    (``"local"``: in this process, one after another, cheapest first (:func:`_cost_rank`); ``"ray"``: one Ray task per cell, on a local
-    runtime of ``workers`` CPUs, or on the cluster at ``address``), each retried up to
+    (``"local"``: in this process, one after another, cheapest first (:func:`_cost_rank`);
+    ``"ray"``: one Ray task per cell, on a local runtime of ``workers`` CPUs, or on the cluster
+    at ``address``), each retried up to
     ``config.retries`` times, and each stored as soon as it finishes (a BNGP cell's trained
     defender in ``out_dir/runs/<key>/``).  Then ``frontier.png``,
     ``sweep.md`` and, last, ``sweep.json`` are written, each atomically.
