@@ -94,6 +94,8 @@ class BayesianAttack(Attack):
             record["fit"] = warm_start["fit"]
             if warm_start["learning_curve"] is not None:
                 record["learning_curve"] = warm_start["learning_curve"]
+        if self.attacker_ is not None and self.attacker_.training_curve is not None:
+            record["training_curve"] = self.attacker_.training_curve
         return record
 
     def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:

@@ -150,6 +150,8 @@ class Attacker(nn.Module):
         self.head = nn.Linear(spec.n_outputs, spec.n_individuals) if spec.init != "paper" else None
         #: how the linear head was warm-started (regularisation path, learning curve), if it was.
         self.warm_start: dict | None = None
+        #: the validations of its training by :func:`bngp.attacks.training.train_attacker`, if it was trained.
+        self.training_curve: dict | None = None
 
     def _require_head(self) -> nn.Linear:
         if self.head is None:

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
+from bngp.metrics import release_aucs
 from bngp.rng import seeded_torch, spawn_seeds
 from .base import ReleaseSimulator
 from .network import ATTACKER_INITS, Attacker, AttackerInit, AttackerSpec, block_inversion_head
@@ -211,10 +212,19 @@ def train_attacker(
         x, b = draw(config.batch_size)
         return loss_fn(attacker(x), b)
 
-    optimise_with_validation(
+    labels = validation_b.cpu().numpy()
+    aucs: list[float] = []
+
+    @torch.no_grad()
+    def validate() -> float:
+        logits = attacker(validation_x)  # in eval mode (optimise_with_validation)
+        aucs.append(float(release_aucs(logits.cpu().numpy(), labels).mean()))
+        return float(loss_fn(logits, validation_b))
+
+    trace = optimise_with_validation(
         attacker,
         batch_loss,
-        lambda: _validation_loss(attacker, validation_x, validation_b, loss_fn),
+        validate,
         steps=config.steps,
         lr=config.lr,
         weight_decay=config.weight_decay,
@@ -224,6 +234,7 @@ def train_attacker(
         progress=progress,
         description=description,
     )
+    attacker.training_curve = trace.curve(aucs, config.validation_draws)
     return attacker
 
 
@@ -243,6 +254,28 @@ class OptimisationTrace:
     losses: tuple[float, ...]
     best_step: int
     stopped_early: bool
+
+    @property
+    def still_improving(self) -> bool:
+        """True when the run ended on its best validation after at least one step: more steps
+        might still have lowered the validation loss (the attacker is not shown converged)."""
+        return self.best_step == self.steps[-1] and self.steps[-1] > 0 and not self.stopped_early
+
+    def curve(self, aucs: list[float], validation_releases: int) -> dict:
+        """The training curve as JSON: validation cross-entropy and mean per-release AUC at each
+        validated step (``aucs``, one per validation), the kept step and whether the loss was
+        still falling at the end (:attr:`still_improving`)."""
+        if len(aucs) != len(self.steps):
+            raise InputError(f"one AUC per validation is needed: {len(self.steps)} validations, {len(aucs)} AUCs.")
+        return {
+            "steps": list(self.steps),
+            "cross_entropy": list(self.losses),
+            "auc": list(aucs),
+            "best_step": self.best_step,
+            "validation_releases": int(validation_releases),
+            "stopped_early": self.stopped_early,
+            "still_improving": self.still_improving,
+        }
 
 
 def optimise_with_validation(

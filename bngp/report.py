@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from bngp.errors import InputError
 from bngp.io_utils import atomic_write
 from bngp.metrics import roc_curve
 
-__all__ = ["plot_roc", "plot_learning_curves", "evaluation_markdown", "plot_tradeoff", "audit_markdown", "save_png"]
+__all__ = ["plot_roc", "plot_learning_curves", "convergence_lines", "training_curve_text", "evaluation_markdown", "plot_tradeoff", "audit_markdown", "save_png"]
 
 
 def plot_roc(
@@ -50,28 +51,49 @@ def plot_roc(
     return save_png(figure, path)
 
 
-def plot_learning_curves(curves: dict[str, dict], path: str | Path, title: str = "Attackers fitted to convergence") -> Path:
+def plot_learning_curves(
+    curves: dict[str, dict], path: str | Path, title: str = "Attackers fitted to convergence",
+    training: dict[str, dict] | None = None,
+) -> Path:
     """Validation AUC against shadow releases (log scale), one line per attack
     (``curves[name]`` = a :class:`bngp.ridge.LearningCurve` as a dict); a converged curve ends
-    with a filled marker."""
+    with a filled marker.  With ``training`` (``{name: training curve}``, as recorded by
+    :meth:`bngp.attacks.training.OptimisationTrace.curve`) a second panel shows the validation AUC
+    of each trained network against its Adam steps, the kept state marked by a filled marker."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(5.2, 3.8), dpi=120)
-    for name, curve in curves.items():
-        line = axis.plot(curve["releases"], curve["auc"], marker="o", markerfacecolor="none", label=name)[0]
-        if curve["converged"]:
-            axis.plot(curve["releases"][-1:], curve["auc"][-1:], marker="o", color=line.get_color())
-    axis.set_xscale("log")
-    sizes = sorted({n for curve in curves.values() for n in curve["releases"]})
-    axis.set_xticks(sizes, [f"{n:,}" for n in sizes], fontsize=7)
-    axis.minorticks_off()
-    axis.set_xlabel("shadow releases")
-    axis.set_ylabel("validation AUC")
-    axis.set_title(title, fontsize=10)
-    axis.legend(fontsize=8, title="filled: converged", title_fontsize=7)
+    panels = int(bool(curves)) + int(bool(training))
+    if not panels:
+        raise InputError("no learning or training curve to plot.")
+    figure, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 3.8), dpi=120, squeeze=False)
+    axes = list(axes[0])
+    if curves:
+        axis = axes.pop(0)
+        for name, curve in curves.items():
+            line = axis.plot(curve["releases"], curve["auc"], marker="o", markerfacecolor="none", label=name)[0]
+            if curve["converged"]:
+                axis.plot(curve["releases"][-1:], curve["auc"][-1:], marker="o", color=line.get_color())
+        axis.set_xscale("log")
+        sizes = sorted({n for curve in curves.values() for n in curve["releases"]})
+        axis.set_xticks(sizes, [f"{n:,}" for n in sizes], fontsize=7)
+        axis.minorticks_off()
+        axis.set_xlabel("shadow releases")
+        axis.set_ylabel("validation AUC")
+        axis.set_title(title, fontsize=10)
+        axis.legend(fontsize=8, title="filled: converged", title_fontsize=7)
+    if training:
+        axis = axes.pop(0)
+        for name, curve in training.items():
+            line = axis.plot(curve["steps"], curve["auc"], marker=".", label=name)[0]
+            kept = curve["steps"].index(curve["best_step"])
+            axis.plot([curve["best_step"]], [curve["auc"][kept]], marker="o", color=line.get_color())
+        axis.set_xlabel("Adam steps")
+        axis.set_ylabel("validation AUC")
+        axis.set_title(title if not curves else "Trained attackers by step", fontsize=10)
+        axis.legend(fontsize=8, title="filled: state kept", title_fontsize=7)
     return save_png(figure, path)
 
 
@@ -100,19 +122,7 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
             "",
             f"The defense is {utility['verdict']}.",
         ]
-    curves = {name: entry["learning_curve"] for name, entry in payload["attacks"].items() if "learning_curve" in entry}
-    if curves:
-        lines += ["", "Learning curves (validation AUC by shadow releases; converged = the last doubling gained "
-                  "less than the tolerance):"]
-        for name, curve in curves.items():
-            points = ", ".join(f"{n}: {a:.4f}" for n, a in zip(curve["releases"], curve["auc"]))
-            state = "converged" if curve["converged"] else "NOT converged (cap or fixed size reached)"
-            fit = payload["attacks"][name].get("fit", {})
-            if "ridge" in fit:
-                chosen = f"penalty {fit['ridge']:.3g} by {fit.get('criterion')}"
-            else:  # a network trained with early stopping (the per-individual attacker)
-                chosen = f"state of step {fit.get('best_step')} kept by {fit.get('criterion')}"
-            lines.append(f"- `{name}`: {points} ({state}; {chosen})")
+    lines += convergence_lines(payload["attacks"])
     for note in payload.get("notes", []):
         lines.append(f"- Note: {note}")
     for name, entry in payload["attacks"].items():
@@ -121,6 +131,44 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
     lines += ["", "Attack knowledge:"]
     lines += [f"- `{name}`: {entry['knowledge']}" for name, entry in payload["attacks"].items()]
     return "\n".join(lines) + "\n"
+
+
+def convergence_lines(attacks: dict[str, dict]) -> list[str]:
+    """Markdown lines showing that the attacks of an evaluation (its ``attacks`` entries) were
+    fitted to convergence: each learning curve (validation AUC by shadow releases, with the
+    penalty or state chosen) and each trained network's training curve (validation AUC by Adam
+    step, :func:`training_curve_text`); no lines when no entry carries a curve."""
+    lines: list[str] = []
+    curves = {name: entry["learning_curve"] for name, entry in attacks.items() if "learning_curve" in entry}
+    if curves:
+        lines += ["", "Learning curves (validation AUC by shadow releases; converged = the last doubling gained "
+                  "less than the tolerance):"]
+        for name, curve in curves.items():
+            points = ", ".join(f"{n}: {a:.4f}" for n, a in zip(curve["releases"], curve["auc"]))
+            state = "converged" if curve["converged"] else "NOT converged (cap or fixed size reached)"
+            fit = attacks[name].get("fit", {})
+            if "ridge" in fit:
+                chosen = f"penalty {fit['ridge']:.3g} by {fit.get('criterion')}"
+            else:  # a network trained with early stopping (the per-individual attacker)
+                chosen = f"state of step {fit.get('best_step')} kept by {fit.get('criterion')}"
+            lines.append(f"- `{name}`: {points} ({state}; {chosen})")
+    trained = {name: entry["training_curve"] for name, entry in attacks.items() if entry.get("training_curve")}
+    if trained:
+        lines += ["", "Training curves (validation AUC by Adam step; the state of least validation cross-entropy is kept):"]
+        lines += [f"- `{name}`: {training_curve_text(curve)}" for name, curve in trained.items()]
+    return lines
+
+
+def training_curve_text(curve: dict) -> str:
+    """One line for a trained attacker's training curve (see :func:`plot_learning_curves`): the
+    validation AUC at each validated step, the kept step, and whether the loss was still falling."""
+    points = ", ".join(f"{step}: {auc:.4f}" for step, auc in zip(curve["steps"], curve["auc"]))
+    if curve["still_improving"]:
+        state = "NOT shown converged: the validation loss was still falling at the last step"
+    else:
+        state = "stopped early: the validation loss stopped falling" if curve["stopped_early"] else "converged"
+    return (f"{points} (on {curve['validation_releases']:,} held-out releases; state of step {curve['best_step']} kept; "
+            f"{state})")
 
 
 def plot_tradeoff(

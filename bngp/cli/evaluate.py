@@ -58,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
              title=f"Attacks vs {args.defense}", baseline_loss=result.utility["data_independent_utility_loss"])
     payload["roc_plot"] = str(plot_path)
     curves = {name: entry["learning_curve"] for name, entry in payload["attacks"].items() if "learning_curve" in entry}
-    if curves:
+    training = {name: entry["training_curve"] for name, entry in payload["attacks"].items() if entry.get("training_curve")}
+    if curves or training:
         curve_path = plot_path.with_name(plot_path.stem + ".learning.png")
-        plot_learning_curves(curves, curve_path, title=f"Learning curves vs {args.defense}")
+        plot_learning_curves(curves, curve_path, title=f"Learning curves vs {args.defense}", training=training)
         payload["learning_curve_plot"] = str(curve_path)
     if args.scores_out:
         with atomic_write(args.scores_out) as handle:

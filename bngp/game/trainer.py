@@ -658,6 +658,7 @@ class Game:
             "bgp_risk": float(F.binary_cross_entropy_with_logits(logits, b)),
             "prior_entropy": self.prior_entropy,
             "warm_start": attacker.warm_start,
+            "training_curve": attacker.training_curve,
         })
         check["strongest_auc"] = max(check["auc"], check["linear_auc"], check["whitened_auc"])
         if self.dp_bounds is not None:

@@ -26,9 +26,16 @@ def _open_uniform(shape: tuple[int, ...], generator: torch.Generator) -> torch.T
 
 
 def sample_laplace(shape: tuple[int, ...], scale: float, generator: torch.Generator) -> torch.Tensor:
-    """i.i.d. Laplace(scale) draws as float64: z = b log(2u) if u < 1/2 else -b log(2(1 - u))."""
+    """i.i.d. Laplace(scale) draws as float64: z = b log(2u) if u < 1/2 else -b log(2(1 - u)).
+
+    One logarithm per draw, in place (the two branches were both evaluated on every draw); the
+    draws are bit for bit those of the formula (2u is exact, so 2 - 2u is the double 2(1 - u))."""
     u = _open_uniform(shape, generator)
-    return scale * torch.where(u < 0.5, torch.log(2.0 * u), -torch.log(2.0 * (1.0 - u)))
+    lower = u < 0.5
+    u.mul_(2.0)
+    torch.where(lower, u, 2.0 - u, out=u)
+    u.log_().mul_(scale)
+    return torch.where(lower, u, u.neg(), out=u)
 
 
 def sample_gaussian(shape: tuple[int, ...], sigma: float, generator: torch.Generator) -> torch.Tensor:

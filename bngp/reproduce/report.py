@@ -31,7 +31,7 @@ import torch
 
 from bngp.defenses.artifact import population_fingerprint
 from bngp.io_utils import write_json, write_text
-from bngp.report import save_png, plot_roc
+from bngp.report import convergence_lines, save_png, plot_roc
 from bngp.reproduce.experiment import Experiment, Row, format_auc
 from bngp.run_dir import MANIFEST_FILE, commit_run, staging_dir
 from bngp.timing import matmul_flops, peak_rss_bytes
@@ -248,6 +248,14 @@ def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> s
             lines.append(f"- `{label}` (against {record['against']}): {fresh}; {kept}in-game held-out utility loss "
                          f"{delivered.get('heldout_utility_loss', float('nan')):.5f}; {record['seconds']:.1f} s"
                          f"{' (reused)' if record['reused'] else ''}.")
+    converged = [(setting, convergence_lines(payload["attacks"])) for setting, payload in experiment.evaluations.items()]
+    if any(found for _, found in converged):
+        lines += ["", "## Attackers fitted to convergence", "",
+                  "The privacy result is the strongest attack's, so each learned attack shows that more shadow releases "
+                  "or more steps no longer raised its validation AUC."]
+        for setting, found in converged:
+            if found:
+                lines += ["", f"### {setting}"] + found
     knowledge: dict[str, str] = {}
     directions: dict[str, set[str]] = {}
     for payload in experiment.evaluations.values():

@@ -77,6 +77,14 @@ def test_train_evaluate_release_end_to_end(tiny_run, small_population_file, smal
     assert entry["bgp_risk"] == pytest.approx(-np.mean(np.where(labels, np.log(p), np.log1p(-p))))
     assert entry["prior_entropy"] == pytest.approx(np.log(2))
     assert out.with_suffix(".png").is_file() and out.with_suffix(".md").is_file()
+    # its training is shown: validation AUC by step (every 100 of the default 1,500), the kept step, in the
+    # Markdown and in the learning plot's second panel
+    curve = entry["training_curve"]
+    assert curve["steps"] == list(range(0, 1501, 100)) and len(curve["auc"]) == 16
+    assert curve["best_step"] in curve["steps"] and curve["validation_releases"] == 500
+    markdown = out.with_suffix(".md").read_text()
+    assert f"state of step {curve['best_step']} kept" in markdown and "Training curves" in markdown
+    assert payload["learning_curve_plot"].endswith("eval.learning.png") and (tmp_path / "eval.learning.png").is_file()
 
     ids = tmp_path / "ids.txt"
     ids.write_text("\n".join(small_population.ids[:20]) + "\n")

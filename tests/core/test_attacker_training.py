@@ -3,12 +3,12 @@ import pytest
 import torch
 from torch import nn
 
-from bngp.attacks.training import AttackerTrainingConfig, train_attacker
+from bngp.attacks.training import AttackerTrainingConfig, OptimisationTrace, train_attacker
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError
 from bngp.game import Game, GameConfig
 from bngp.release.mechanism import ComposedMechanism, SummaryStatistics
-from bngp.metrics import auc
+from bngp.metrics import auc, release_aucs
 from bngp.attacks.network import AttackerSpec, block_inversion_head
 from bngp.ridge import affine_calibration, logistic_calibration
 
@@ -171,3 +171,36 @@ def test_composed_release_attacker_is_as_strong_as_its_fixed_blocks(small_popula
     assert 0.75 < single_auc < 0.97  # a regime where the comparison means something
     # (a ridge-only warm start, blind to the block structure, reads 0.73 here against 0.87)
     assert composed_auc > single_auc - 0.03
+
+
+def test_training_records_its_curve_with_the_kept_step(small_population):
+    """The training curve has one validation per `validate_every` steps plus the initial state,
+    the AUC of each recomputed here from the kept network's own validation draws at the end, and
+    the kept step is the one of least validation cross-entropy."""
+    theta = np.full(small_population.n_individuals, 0.5)
+    spec = AttackerSpec(small_population.n_attributes, small_population.n_individuals, init="shadow-ridge")
+    attacker = train_attacker(_sampler(small_population, 0.05, 0), spec,
+                              AttackerTrainingConfig(steps=30, validate_every=10, validation_draws=64), seed=0, theta=theta)
+    curve = attacker.training_curve
+    assert curve["steps"] == [0, 10, 20, 30] and len(curve["auc"]) == len(curve["cross_entropy"]) == 4
+    assert curve["best_step"] == curve["steps"][int(np.argmin(curve["cross_entropy"]))]
+    assert curve["validation_releases"] == 64 and not curve["stopped_early"]
+    assert curve["still_improving"] == (curve["best_step"] == 30)
+    # the validation draws are the sampler's first 64: the kept state scores them as recorded
+    x, b = _sampler(small_population, 0.05, 0)(64)
+    with torch.no_grad():
+        scores = attacker(x).numpy()
+    kept = curve["steps"].index(curve["best_step"])
+    assert float(release_aucs(scores, b.numpy()).mean()) == pytest.approx(curve["auc"][kept], abs=1e-9)
+    untrained = train_attacker(_sampler(small_population, 0.05, 0), spec, AttackerTrainingConfig(steps=0), seed=0,
+                               theta=theta).training_curve
+    assert untrained["steps"] == [0] and untrained["best_step"] == 0 and not untrained["still_improving"]
+
+
+def test_trace_says_whether_the_loss_was_still_falling():
+    falling = OptimisationTrace((0, 10, 20), (0.7, 0.6, 0.5), best_step=20, stopped_early=False)
+    levelled = OptimisationTrace((0, 10, 20), (0.7, 0.5, 0.6), best_step=10, stopped_early=False)
+    assert falling.still_improving and not levelled.still_improving
+    assert falling.curve([0.5, 0.6, 0.7], 8)["still_improving"] and not levelled.curve([0.5, 0.6, 0.6], 8)["still_improving"]
+    with pytest.raises(InputError, match="one AUC per validation"):
+        falling.curve([0.5], 8)

@@ -150,6 +150,8 @@ def test_the_bayesian_attacker_starts_from_the_linear_attacks_converged_fit(smal
     assert calls == {"linear": 1, "bayesian": 0}
     assert result.attacks["bayesian"]["fit"] == linear.fit_.describe()
     assert result.attacks["bayesian"]["learning_curve"] == linear.learning_curve_.to_dict()
+    assert result.attacks["bayesian"]["training_curve"] == bayesian.attacker_.training_curve
+    assert result.attacks["bayesian"]["training_curve"]["steps"] == [0, 5]
     # on its own, the Bayesian attacker fits its own map
     alone = evaluate_defense(small_population, prior, LaplaceDefense(scale=0.02),
                              {"bayesian": BayesianAttack(AttackerTrainingConfig(steps=5, validate_every=5))},

@@ -378,6 +378,7 @@ def test_fresh_check_reports_exploitability(small_population, tmp_path):
     assert summary.strongest_fresh_auc == exploit.strongest_fresh_auc and summary.fresh_attacker_auc == check["auc"]
     assert ("warning" in check) == (exploit.gap > 0.05)
     assert "dp_bound_violation_rate" not in check and summary.bgbp is None  # no DPH^eps constraint
+    assert check["training_curve"]["steps"] == [0, 5] and check["training_curve"]["best_step"] in (0, 5)
     curve = check["linear_learning_curve"]
     assert curve["releases"][0] == 500 and all(b == 2 * a or b == curve["releases"][-1]
                                                for a, b in zip(curve["releases"], curve["releases"][1:]))

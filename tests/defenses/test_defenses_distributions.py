@@ -113,3 +113,14 @@ def test_laplace_sampler_is_finite_at_extreme_uniforms() -> None:
     assert torch.isfinite(xi).all()
     # the largest |draw| of 1e6 is about log(1e6) ~ 14 scales
     assert 10 < xi.abs().max().item() < 20
+
+
+def test_laplace_sampler_draws_the_inverse_cdf_formula_bit_for_bit() -> None:
+    """Reference: the two-branch inverse CDF z = b log(2u) (u < 1/2), -b log(2(1 - u)) (else),
+    on the same open uniforms; the sampler takes one logarithm per draw, in place."""
+    from bngp.release.noise import _open_uniform, sample_laplace
+
+    u = _open_uniform((300, 700), torch.Generator().manual_seed(11))
+    expected = 0.37 * torch.where(u < 0.5, torch.log(2.0 * u), -torch.log(2.0 * (1.0 - u)))
+    drawn = sample_laplace((300, 700), 0.37, torch.Generator().manual_seed(11))
+    assert torch.equal(drawn, expected) and (drawn < 0).any() and (drawn > 0).any()

@@ -92,6 +92,20 @@ def test_every_experiment_writes_a_complete_report(reproduced: Path, name: str) 
         papers = [row["paper"][0] for row in payload["rows"] if row["setting"] == setting and row["paper"] is not None]
         collapsed = verdict.startswith("the data-independent release itself") and any(abs(p - 0.5) > 0.02 for p in papers)
         assert (f"- {setting}: our defender releases the data-independent f(theta)" in markdown) == collapsed
+    for setting, evaluation in payload["evaluations"].items():
+        # every learned attack shows its convergence: shadow releases, and the Bayesian attacker's steps
+        for attack, entry in evaluation["attacks"].items():
+            if "training_curve" in entry:
+                assert f"### {setting}" in markdown and f"state of step {entry['training_curve']['best_step']} kept" in markdown
+            if "learning_curve" in entry:
+                points = ", ".join(f"{n}: {a:.4f}" for n, a in zip(entry["learning_curve"]["releases"],
+                                                                     entry["learning_curve"]["auc"]))
+                assert f"- `{attack}`: {points} (" in markdown
+    entries = [entry for evaluation in payload["evaluations"].values() for entry in evaluation["attacks"].values()]
+    assert ("## Attackers fitted to convergence" in markdown) == any(
+        "training_curve" in entry or "learning_curve" in entry for entry in entries)
+    if any(row["attack"] == "bayesian" for row in payload["rows"]):
+        assert any("training_curve" in entry for entry in entries)
     for text in EXPERIMENTS[name].differences:
         assert text in markdown
     for attack in {row["attack"] for row in payload["rows"]}:
