@@ -13,7 +13,9 @@ strongest AUC >= outside AUC - 2 SE (SE combining both AUCs' standard errors ove
 
 A ``bngp reproduce frontier`` report, or its sweep directory before the report exists, is checked
 cell by cell (the BNGP cells through the trained defenders the sweep keeps; each verdict stored in
-the sweep's ``outside/`` and reused).
+the sweep's ``outside/`` and reused).  So is a reproduction in progress, from its runs directory
+(``OUT/NAME/runs/SCALE_seedS``: the stored evaluations of the settings finished so far, each
+verdict stored in its ``outside/`` and reused), for a paper-scale run spread over sessions.
 
 Writes ``DIR.outside.json`` and ``DIR.outside.md`` next to the report directory (not inside it:
 a report directory is complete and listed in its manifest).
@@ -166,6 +168,69 @@ def check_frontier(directory: Path, *, shadow: int, validation: int, test: int) 
             "shadow": shadow, "validation": validation, "test": test, "settings": settings}
 
 
+def _noise_spec(described: dict) -> str | None:
+    """A SPEC drawing the same noise as a Gaussian or Laplace defense built in code (the outside
+    attack sees only the releases; the Gaussian's delta enters its accounting, not its noise)."""
+    law = described.get("noise_law") or {}
+    if described.get("composition", 1) != 1 or law.get("kind") not in ("gaussian", "laplace") or not law.get("scale"):
+        return None
+    return f"gaussian:scale={law['scale']!r},delta=1e-5" if law["kind"] == "gaussian" else f"laplace:scale={law['scale']!r}"
+
+
+def check_runs(directory: Path, *, shadow: int, validation: int, test: int) -> dict:
+    """The outside ridge against every stored evaluation of a reproduction in progress
+    (``OUT/NAME/runs/SCALE_seedS``, before its report exists): the defense through its recorded
+    SPEC (a trained defender as ``run:DIR``) or, built in code, through the SPEC of the same noise
+    (:func:`_noise_spec`).  Each verdict is stored in ``outside/<key>.json`` and reused for the same
+    parameters and the same strongest AUC."""
+    match = re.fullmatch(r"(\w+)_seed(\d+)", directory.name)
+    if match is None or directory.parent.name != "runs" or directory.parent.parent.name not in EXPERIMENTS:
+        raise SystemExit(f"{directory}: a reproduction's runs directory is OUT/NAME/runs/SCALE_seedS")
+    name, scale, seed = directory.parent.parent.name, match[1], int(match[2])
+    spec = EXPERIMENTS[name]
+    population = make_population(spec.dataset, spec.sizes[scale], seed)
+    fingerprint = population_fingerprint(population.genotypes)
+    for config in directory.glob("*/config.json"):
+        if json.loads(config.read_text()).get("population", {}).get("fingerprint") not in (None, fingerprint):
+            raise SystemExit(f"{config.parent}: trained on a population other than the rebuilt one (fingerprint mismatch)")
+    members = spec.sizes[scale].members
+    prior = UniformSubsetPrior(population.n_individuals, members)
+    context = DefenseContext(population, members)
+    parameters = {"shadow": shadow, "validation": validation, "test": test}
+    settings = []
+    for path in sorted((directory / "evaluations").glob("*.json")):
+        evaluation = json.loads(path.read_text())
+        defense_spec = evaluation.get("defense_spec") or _noise_spec(evaluation["defense"])
+        strongest = evaluation["strongest_attack"]
+        label = (Path(defense_spec[4:]).name if (defense_spec or "").startswith("run:") else
+                 f"{evaluation['defense']['name']}{'' if evaluation.get('defense_spec') else ' (built in code)'}")
+        entry = {"setting": label, "defense_spec": defense_spec,
+                 "strongest": strongest, "evaluation": path.stem}
+        cache = directory / "outside" / f"{path.stem}.json"
+        cached = _cached(cache, {"strongest_auc": strongest["auc"]}, parameters)
+        if cached is not None:
+            settings.append(cached)
+            continue
+        if defense_spec is None:
+            entry["skipped"] = "no SPEC recorded and not a Gaussian or Laplace noise law"
+            settings.append(entry)
+            continue
+        started = time.perf_counter()
+        outside = attack_defense(population, prior, parse_defense_spec(defense_spec, context), shadow=shadow,
+                                 validation=validation, test=test, seed=seed)
+        attack = evaluation["attacks"][strongest["name"]]
+        releases = len(attack["auc_per_release"])
+        standard_error = math.hypot(attack["auc_std"] / math.sqrt(releases), outside["test_auc_std"] / math.sqrt(test))
+        entry.update(outside=outside, seconds=time.perf_counter() - started, standard_error=standard_error,
+                     holds=strongest["auc"] >= outside["auc"] - 2 * standard_error)
+        print(f"[outside] {entry['setting']}: outside ridge {outside['auc']:.4f} vs strongest {strongest['name']} "
+              f"{strongest['auc']:.4f}: {'holds' if entry['holds'] else 'FAILS'}", flush=True)
+        write_json(cache, {"parameters": parameters, "entry": entry})
+        settings.append(entry)
+    return {"report": str(directory), "experiment": name, "scale": scale, "seed": seed, "shadow": shadow,
+            "validation": validation, "test": test, "settings": settings}
+
+
 def markdown(result: dict) -> str:
     lines = [f"# Outside check of `{result['experiment']}` ({result['scale']}, seed {result['seed']})", "",
              f"Ridge from release to membership written from scratch (`experiments/outside_ridge.py`), "
@@ -187,8 +252,9 @@ def markdown(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("report", type=Path, help="a report directory of bngp reproduce (OUT/NAME/SCALE_seedS), or a "
-                        "frontier's sweep directory (OUT/frontier/sweep/SCALE_seedS)")
+    parser.add_argument("report", type=Path, help="a report directory of bngp reproduce (OUT/NAME/SCALE_seedS), a "
+                        "frontier's sweep directory (OUT/frontier/sweep/SCALE_seedS) or a reproduction's runs "
+                        "directory (OUT/NAME/runs/SCALE_seedS, before its report exists)")
     parser.add_argument("--defense", action="append", default=[], metavar="N=SPEC",
                         help="the SPEC of setting N (numbered as roc-N.png) when the report did not record one")
     parser.add_argument("--shadow", type=int, default=4000)
@@ -198,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     set_threads(args.threads)
     overrides = {int(number): spec for number, spec in (item.split("=", 1) for item in args.defense)}
-    if (args.report / "cells").is_dir() or json.loads((args.report / "results.json").read_text())["experiment"] == "frontier":
+    if (args.report / "evaluations").is_dir() and not (args.report / "results.json").is_file():
+        result = check_runs(args.report, shadow=args.shadow, validation=args.validation, test=args.test)
+    elif (args.report / "cells").is_dir() or json.loads((args.report / "results.json").read_text())["experiment"] == "frontier":
         result = check_frontier(args.report, shadow=args.shadow, validation=args.validation, test=args.test)
     else:
         result = check(args.report, overrides, shadow=args.shadow, validation=args.validation, test=args.test)
