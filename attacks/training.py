@@ -159,7 +159,9 @@ def train_attacker(
     "reconstruction" to the ridge inversion of the known ``population``
     (see :class:`bngp.attacks.network.Attacker`).  Every ``validate_every`` steps the cross-entropy on
     ``validation_draws`` held-out simulated draws is measured and the best state (the
-    initialisation included) is kept, so training can only improve on the warm start.
+    initialisation included) is kept, so training can only improve on the warm start; the
+    attacker's ``training_curve`` records those validations (cross-entropy and mean per-release
+    AUC by step, :meth:`OptimisationTrace.curve`), the evidence that more steps would not help.
     ``warm_fit`` (a ridge map and its learning curve, fitted on releases of the same defense,
     e.g. by the evaluation's ``linear`` attack) replaces the "shadow-ridge" fit: the same
     converged map is not fitted twice.
