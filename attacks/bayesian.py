@@ -11,6 +11,8 @@ simulated as on the CPU, so they do not depend on the device.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import torch
 
@@ -89,6 +91,7 @@ class BayesianAttack(Attack):
 
     def describe(self) -> dict:
         record = super().describe()
+        record["training"] = asdict(self.config)
         warm_start = None if self.attacker_ is None else self.attacker_.warm_start
         if warm_start is not None:
             record["fit"] = warm_start["fit"]

@@ -45,6 +45,7 @@ from bngp.attacks.base import Attack, attack_knowledge
 from bngp.attacks.registry import get_attack, parse_attack_names
 from bngp.attacks.composed import for_composition
 from bngp.attacks.bayesian import BayesianAttack
+from bngp.attacks.training import AttackerTrainingConfig
 from bngp.attacks.linear import LinearAttack
 from bngp.attacks.stacking import StackedAttack
 from bngp.data.population import Population
@@ -169,6 +170,7 @@ def evaluate_defense(
     kappa: np.ndarray | None = None,
     progress: bool = False,
     device: DeviceName | torch.device = "cpu",
+    attacker: AttackerTrainingConfig | None = None,
 ) -> EvaluationResult:
     """Evaluate ``attacks`` (names or fitted-able instances) against ``defense``.
 
@@ -187,6 +189,9 @@ def evaluate_defense(
         device: "auto", "cpu", "cuda" or a ``torch.device``: where the attacks that train a
             network (the Bayesian attacker) train and score (:meth:`bngp.attacks.base.Attack.set_device`,
             applied to every attack, those given as instances included); the others run on the CPU.
+        attacker: the training settings of a Bayesian attacker named in ``attacks`` (default
+            :class:`bngp.attacks.training.AttackerTrainingConfig`'s: up to 1,500 steps with early
+            stopping); an instance given in ``attacks`` keeps its own.
     """
     device = resolve_device(device)
     if releases < 2:
@@ -201,8 +206,9 @@ def evaluate_defense(
     x_hat = mechanism.statistic(torch.as_tensor(b)).double().numpy()
     deviation = np.abs(x - x_hat)
     data_independent = mechanism.statistic(torch.as_tensor(prior.marginals, dtype=torch.float32)[None]).double().numpy()[0]
-    instances = attacks if isinstance(attacks, dict) else {name: get_attack(name) for name in attacks}
-    instances = {name: for_composition(attack, knowledge.composition).set_device(device) for name, attack in instances.items()}
+    if not isinstance(attacks, dict):
+        attacks = {name: BayesianAttack(attacker) if name == "bayesian" else get_attack(name) for name in attacks}
+    instances = {name: for_composition(attack, knowledge.composition).set_device(device) for name, attack in attacks.items()}
     instances = dict(sorted(instances.items(), key=lambda item: isinstance(item[1], StackedAttack)))  # stacking last
     described = defense.describe()
     if kappa is not None:
@@ -238,7 +244,7 @@ def evaluate_defense(
             entry["bgp_risk"] = bgp_risk(1.0 / (1.0 + np.exp(-scores)), b)
             entry["prior_entropy"] = float(np.mean(binary_entropy(prior.marginals)))
         details = attack.describe()
-        for key in ("fit", "learning_curve", "training_curve", "weights", "release_view"):
+        for key in ("fit", "learning_curve", "training", "training_curve", "weights", "release_view"):
             if key in details:
                 entry[key] = details[key]
         note = getattr(attack, "orientation_note_", None)

@@ -48,6 +48,7 @@ def measure(individuals: int, snvs: int, specs: Sequence[str], patiences: Sequen
 
     from bngp.attacks.bayesian import BayesianAttack
     from bngp.attacks.linear import LinearAttack
+    from bngp.attacks.training import AttackerTrainingConfig
     from bngp.data.independent import simulate_independent
     from bngp.data.priors import UniformSubsetPrior
     from bngp.defenses.registry import DefenseContext, parse_defense_spec
@@ -62,7 +63,7 @@ def measure(individuals: int, snvs: int, specs: Sequence[str], patiences: Sequen
     defenses = []
     for spec in specs:
         defense = parse_defense_spec(spec, DefenseContext(population, members))
-        bayesian = BayesianAttack()
+        bayesian = BayesianAttack(AttackerTrainingConfig(patience=None))  # every step: the curve to replay
         started = time.perf_counter()
         result = evaluate_defense(population, prior, defense, {"linear": LinearAttack(), "bayesian": bayesian},
                                   releases=50, seed=seed, n_members=members)

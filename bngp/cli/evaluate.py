@@ -9,6 +9,7 @@ import numpy as np
 
 from bngp.cli import COMMANDS
 from bngp.attacks.registry import parse_attack_names
+from bngp.attacks.training import AttackerTrainingConfig
 from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_population_and_prior
 from bngp.device import resolve_device
 from bngp.evaluate import evaluate_defense
@@ -33,6 +34,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="evaluation seed (releases, attack set-up)")
     parser.add_argument("--out", required=True, metavar="EVAL.json", help="JSON report (EVAL.md and EVAL.png beside it)")
     parser.add_argument("--scores-out", metavar="SCORES.npz", help="raw scores (releases x targets) and labels")
+    parser.add_argument("--attacker-steps", type=int, default=AttackerTrainingConfig.steps, metavar="S",
+                        help="most training steps of the Bayesian attacker (default: %(default)s)")
+    parser.add_argument("--attacker-patience", default=str(AttackerTrainingConfig.patience), metavar="P|none",
+                        help="stop the Bayesian attacker after P validations (every 100 steps) without a lower "
+                             "validation loss; none: all steps (default: %(default)s)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--plot", metavar="ROC.png", help="ROC plot path (default: next to EVAL.json)")
     parser.set_defaults(func=run)
@@ -47,11 +53,14 @@ def run(args: argparse.Namespace) -> int:
         check_output_file("--scores-out", args.scores_out, parent_must_exist=False)
     if args.releases < 2:
         raise InputError(f"`--releases` must be >= 2, got {args.releases}.")
+    if args.attacker_steps < 0:
+        raise InputError(f"`--attacker-steps` must be >= 0, got {args.attacker_steps}.")
+    attacker = AttackerTrainingConfig(steps=args.attacker_steps, patience=_patience(args.attacker_patience))
     population, prior = load_population_and_prior(args.population, args.members)
     parse_attack_names(args.attacks)  # unknown names fail before any work
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
     result = evaluate_defense(population, prior, defense, args.attacks, releases=args.releases, seed=args.seed,
-                              n_members=args.members, progress=not args.quiet, device=device)
+                              n_members=args.members, progress=not args.quiet, device=device, attacker=attacker)
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense
     plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,
@@ -74,3 +83,16 @@ def run(args: argparse.Namespace) -> int:
                       "data_independent_utility_loss": round(result.utility["data_independent_utility_loss"], 6), "auc": summary,
                       "strongest_attack": payload["strongest_attack"]["name"]}))
     return 0
+
+
+def _patience(text: str) -> int | None:
+    """``--attacker-patience``: an integer >= 1, or ``none`` for all steps."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(f"`--attacker-patience` must be an integer >= 1 or none, got {text!r}.")
+    return value

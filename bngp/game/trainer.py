@@ -613,10 +613,11 @@ class Game:
     def fresh_attacker_check(self, steps: int, seed: int, progress: bool = False) -> dict:
         """Fit the linear and whitened attackers to convergence against the frozen defender, then
         train a new network attacker warm-started from the linear one's ridge map (as in
-        evaluation, which fits that map once for both); held-out AUC and cross-entropy over 512
-        fresh draws."""
+        evaluation, which fits that map once for both) for all ``steps`` (no early stopping: a run
+        records its check by the step count alone); held-out AUC and cross-entropy over 512 fresh
+        draws."""
         init = "paper" if self.config.attacker_init == "paper" else "shadow-ridge"
-        config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=init)
+        config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=init, patience=None)
         test_seed, linear_seed = spawn_seeds(seed, 2)
         x, b = self.release_sampler(test_seed)(512)
         labels = b.cpu().numpy()

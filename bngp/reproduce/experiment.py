@@ -195,7 +195,9 @@ class Experiment:
         self.evaluations: dict[str, dict] = {}
         self.results: dict[str, EvaluationResult] = {}
         self.notes: list[str] = []
-        self._specs: dict[int, str] = {}  # id(defense) -> the SPEC it was built from
+        # id(defense) -> (the defense, the SPEC it was built from); holding the defense keeps its id
+        # from being reused by a later object (a defense built in code then looked up a stale SPEC)
+        self._specs: dict[int, tuple[Defense, str]] = {}
         self.log(f"scale {scale}: {self.sizes.describe()} ({spec.dataset}), seed {self.seed}; making the population")
         start = time.perf_counter()
         self.population = make_population(spec.dataset, self.sizes, self.seed)
@@ -279,21 +281,27 @@ class Experiment:
     def run_defense(self, run_dir: Path) -> Defense:
         """The trained defender of ``run_dir`` as a defense (``run:RUN_DIR``)."""
         defense = load_run_defense(run_dir, self.context)
-        self._specs[id(defense)] = f"run:{run_dir}"
+        self._specs[id(defense)] = (defense, f"run:{run_dir}")
         return defense
 
     def defense(self, spec: str) -> Defense:
         """A defense from a ``--defense`` SPEC (e.g. ``laplace:epsilon=600``, ``matched-laplace:run=DIR``)."""
         defense = parse_defense_spec(spec, self.context)
-        self._specs[id(defense)] = spec
+        self._specs[id(defense)] = (defense, spec)
         return defense
+
+    def spec_of(self, defense: Defense) -> str | None:
+        """The ``--defense`` SPEC ``defense`` was made from by :meth:`defense` or :meth:`run_defense`,
+        None for a defense built in code."""
+        entry = self._specs.get(id(defense))
+        return None if entry is None else entry[1]
 
     # -- stored evaluations -----------------------------------------------------------------
     def _evaluation_key(self, setting: str, defense: Defense, attacks: Sequence[str], kappa: np.ndarray | None) -> str:
         """SHA-256 (first 20 hex digits) of what an evaluation computes: setting, defense (with the
         manifest of every run directory its SPEC names, so a retrained defender is evaluated anew),
         attacks, budget, seed, population, kappa, device and the package version."""
-        spec = self._specs.get(id(defense)) or ""
+        spec = self.spec_of(defense) or ""
         runs = sorted(set(re.findall(r"run[:=]([^,]+)", spec)))
         record = {
             "setting": setting,
@@ -338,10 +346,11 @@ class Experiment:
 
     # -- attacks ----------------------------------------------------------------------------
     def attack(self, name: str) -> Attack:
-        """A fresh instance of attack ``name``; the Bayesian attacker trains for this budget."""
+        """A fresh instance of attack ``name``; the Bayesian attacker trains for all the steps of
+        this budget (no early stopping: the paper's fixed budget, as the stored evaluations were made)."""
         if name != "bayesian":
             return get_attack(name)
-        return BayesianAttack(AttackerTrainingConfig(steps=self.budget.attacker_eval_steps))
+        return BayesianAttack(AttackerTrainingConfig(steps=self.budget.attacker_eval_steps, patience=None))
 
     def applicable_attacks(self, defense: Defense) -> list[str]:
         """Every registered attack whose knowledge an evaluation against ``defense`` can provide."""
@@ -380,7 +389,7 @@ class Experiment:
                                       device=self.device)
             payload = result.to_dict()
             payload["seconds"] = time.perf_counter() - start
-            payload["defense_spec"] = self._specs.get(id(defense))  # None for a defense built in code
+            payload["defense_spec"] = self.spec_of(defense)  # None for a defense built in code
             self._store_evaluation(key, result, payload)
             payload["reused"] = False
         for name in attacks:

@@ -119,6 +119,7 @@ def run_frontier(*, scale: str, seed: int, out: Path, budget: Budget, progress: 
             ("checkpoint_every", budget.checkpoint_every))
     config = SweepConfig(datasets=tuple(datasets), defenses=DEFENSES, kappa=grid.kappa, eps=grid.eps, seeds=(seed,),
                          attacks=("all",), releases=budget.releases, game=game,
+                         attacker_patience=None,  # all of the Bayesian attacker's steps, as every reproduction
                          audit=AuditSpec(mode=grid.audit_mode, canaries=grid.canaries, runs=grid.audit_runs))
     result = run_sweep(config, root / "sweep" / stem, progress=progress)
     wall = time.perf_counter() - started

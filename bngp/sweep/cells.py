@@ -57,6 +57,7 @@ class Cell:
         releases: evaluation releases.
         game: the defender's GameConfig (BNGP cells), None for DP cells.
         audit: the settings of the cell's mechanism audit, None when the sweep has no ``audit``.
+        attacker_patience: early stopping of the evaluation's Bayesian attacker (None: all steps).
     """
 
     dataset: DatasetSpec
@@ -68,6 +69,7 @@ class Cell:
     releases: int
     game: GameConfig | None
     audit: AuditSpec | None = None
+    attacker_patience: int | None = None
 
     @property
     def family(self) -> str:
@@ -93,7 +95,9 @@ class Cell:
         """The SHA-256 (first 20 hex digits) of the canonical parameters: what the cell computes,
         independent of file names and labels.  The audit settings enter only an audited cell's
         parameters, so the key of a cell without an audit is the one it always had (and a cell
-        stored without an audit is never reused for a config with one)."""
+        stored without an audit is never reused for a config with one).  Likewise the Bayesian
+        attacker's early stopping enters only when it is on: cells evaluated with all its steps
+        keep the keys they had before early stopping existed."""
         canonical = {
             "format": CELL_FORMAT,
             "population": self.fingerprint,
@@ -106,6 +110,8 @@ class Cell:
         }
         if self.audit is not None:
             canonical["audit"] = self.audit.to_dict()
+        if self.attacker_patience is not None:
+            canonical["attacker_patience"] = self.attacker_patience
         return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:20]
 
     @property
@@ -130,6 +136,7 @@ class Cell:
             "seeds": self.seeds,
             "attacks": list(self.attacks),
             "releases": self.releases,
+            "attacker_patience": self.attacker_patience,
             "game": self.game.to_dict() if bngp else None,
         }
 
@@ -196,5 +203,5 @@ def _cells(config: SweepConfig, spec: DatasetSpec, fingerprint: str) -> list[Cel
             for seed in config.seeds:
                 game = config.game_config(parameter, named_seeds(seed, _PLAIN_STREAMS)["game"]) if bngp else None
                 cells.append(Cell(spec, fingerprint, defense, float(parameter), seed, config.attacks, config.releases, game,
-                                  config.audit))
+                                  config.audit, config.attacker_patience))
     return cells

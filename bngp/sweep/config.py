@@ -14,6 +14,9 @@ The keys (``docs/sweep.md`` has a full example):
   defenses (each needed exactly when a defense family uses it).
 * ``seeds`` (default ``[0]``), ``attacks`` (default :data:`DEFAULT_ATTACKS`), ``releases``
   (evaluation releases per cell, default 50), ``retries`` (of a failed cell, default 2).
+* ``attacker_patience``: early stopping of the evaluation's Bayesian attacker
+  (:attr:`bngp.attacks.training.AttackerTrainingConfig.patience`, default 4; ``null`` in JSON:
+  all of its steps).
 * ``game``: :class:`bngp.game.GameConfig` settings of the BNGP defenders (``steps``,
   ``fresh_check_steps``, ``attacker_refit_every``, ...); ``kappa`` and ``seed`` are the sweep's.
 * ``audit`` (optional): an end-to-end canary audit of every cell's defense
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bngp.attacks.registry import attack_requirements, available_attacks
+from bngp.attacks.training import AttackerTrainingConfig
 from bngp.defenses.registry import split_spec
 from bngp.defenses.specs import DP_SPECS
 from bngp.errors import InputError
@@ -49,7 +53,8 @@ DEFAULT_ATTACKS: tuple[str, ...] = ("lrt", "adaptive-lrt", "score", "reconstruct
 #: the GameConfig settings a config's ``game`` table may set (kappa and seed are the sweep's).
 GAME_KEYS: tuple[str, ...] = tuple(f.name for f in fields(GameConfig) if f.name not in ("kappa", "kappa_vector", "seed"))
 
-_KEYS = ("datasets", "defenses", "kappa", "eps", "seeds", "attacks", "releases", "retries", "game", "audit")
+_KEYS = ("datasets", "defenses", "kappa", "eps", "seeds", "attacks", "releases", "retries", "attacker_patience", "game",
+         "audit")
 #: the settings of the ``audit`` table.
 AUDIT_KEYS = ("mode", "canaries", "attack", "runs", "confidence", "delta")
 #: the audit modes a sweep can run: both canary audits, which give statistically valid lower bounds.
@@ -158,6 +163,7 @@ class SweepConfig:
     attacks: tuple[str, ...] = DEFAULT_ATTACKS
     releases: int = 50
     retries: int = 2
+    attacker_patience: int | None = AttackerTrainingConfig.patience
     game: tuple[tuple[str, Any], ...] = ()
     audit: AuditSpec | None = None
 
@@ -176,6 +182,9 @@ class SweepConfig:
         _check_attacks(self.attacks)
         _check_int("releases", self.releases, 2)
         _check_int("retries", self.retries, 0)
+        patience = self.attacker_patience
+        if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
+            raise InputError(f"`attacker_patience` must be an integer >= 1 or null (all steps), got {patience!r}.")
         _check_game(self.game)
         for kappa in self.kappa:  # GameConfig checks the values of its settings, at every kappa
             try:
@@ -218,6 +227,7 @@ class SweepConfig:
             attacks=tuple(_as_list(attacks)),
             releases=data.get("releases", 50),
             retries=data.get("retries", 2),
+            attacker_patience=data.get("attacker_patience", AttackerTrainingConfig.patience),
             game=tuple((str(key), tuple(value) if isinstance(value, list) else value) for key, value in game.items()),
             audit=None if data.get("audit") is None else AuditSpec.from_dict(data["audit"]),
         )
@@ -238,6 +248,7 @@ class SweepConfig:
             "attacks": list(self.attacks),
             "releases": self.releases,
             "retries": self.retries,
+            "attacker_patience": self.attacker_patience,
             "game": {key: list(value) if isinstance(value, tuple) else value for key, value in self.game},
         }
         if self.audit is not None:

@@ -23,6 +23,7 @@ from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
 from bngp.defenses.trained import load_run_defense
+from bngp.attacks.training import AttackerTrainingConfig
 from bngp.evaluate import evaluate_defense
 from bngp.game import CHECKPOINT_FILE, Game
 from bngp.mechanism_audit import audit_mechanism
@@ -100,7 +101,8 @@ def _compute(cell: Cell, population: Population) -> dict:
         }
         notes.extend(summary.warnings)
     evaluation = evaluate_defense(population, prior, defense, ",".join(cell.attacks), releases=cell.releases,
-                                  seed=cell.seeds["evaluation"], n_members=members)
+                                  seed=cell.seeds["evaluation"], n_members=members,
+                                  attacker=AttackerTrainingConfig(patience=cell.attacker_patience))
     strongest = evaluation.strongest_attack
     audit = None if cell.audit is None else audit_cell_defense(cell.audit, population, defense, members,
                                                                 cell.seeds["audit"])

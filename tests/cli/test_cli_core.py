@@ -77,10 +77,13 @@ def test_train_evaluate_release_end_to_end(tiny_run, small_population_file, smal
     assert entry["bgp_risk"] == pytest.approx(-np.mean(np.where(labels, np.log(p), np.log1p(-p))))
     assert entry["prior_entropy"] == pytest.approx(np.log(2))
     assert out.with_suffix(".png").is_file() and out.with_suffix(".md").is_file()
-    # its training is shown: validation AUC by step (every 100 of the default 1,500), the kept step, in the
-    # Markdown and in the learning plot's second panel
+    # its training is shown: validation AUC by step (every 100 of at most 1,500, stopped after 4 validations
+    # without a lower loss), the kept step, in the Markdown and in the learning plot's second panel
     curve = entry["training_curve"]
-    assert curve["steps"] == list(range(0, 1501, 100)) and len(curve["auc"]) == 16
+    assert curve["steps"] == list(range(0, curve["steps"][-1] + 1, 100)) and len(curve["auc"]) == len(curve["steps"])
+    assert curve["stopped_early"] == (curve["steps"][-1] < 1500) and entry["training"]["patience"] == 4
+    if curve["stopped_early"]:
+        assert curve["steps"][-1] - curve["best_step"] >= 400  # not before 4 validations without a gain
     assert curve["best_step"] in curve["steps"] and curve["validation_releases"] == 500
     markdown = out.with_suffix(".md").read_text()
     assert f"state of step {curve['best_step']} kept" in markdown and "Training curves" in markdown
@@ -229,6 +232,41 @@ def test_evaluate_bad_input(defense, attacks, fragment, small_population_file, t
                            "--defense", defense, "--attacks", attacks, "--out", out)
     assert_one_line_error(code, err, fragment)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (("--attacker-patience", "0"), "`--attacker-patience` must be an integer >= 1 or none"),
+    (("--attacker-patience", "four"), "`--attacker-patience` must be an integer >= 1 or none"),
+    (("--attacker-steps", "-1"), "`--attacker-steps` must be >= 0"),
+])
+def test_evaluate_bad_attacker_settings(flags, fragment, small_population_file, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                           "--defense", "none", "--attacks", "bayesian", "--out", out, *flags)
+    assert_one_line_error(code, err, fragment)
+    assert not out.exists()
+
+
+def test_evaluate_attacker_settings_reach_the_bayesian_attacker(small_population_file, tmp_path, capsys):
+    """--attacker-steps and --attacker-patience are recorded with the attack and obeyed: with
+    ``none`` the attacker trains all its steps; with patience 1 it stops at the first validation
+    that does not lower the loss, or never if every one does."""
+    curves = {}
+    for patience in ("none", "1"):
+        out = tmp_path / f"eval-{patience}.json"
+        code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                               "--defense", "laplace:scale=0.05", "--attacks", "bayesian", "--releases", 3,
+                               "--attacker-steps", 300, "--attacker-patience", patience, "--out", out)
+        assert code == 0, err
+        entry = json.loads(out.read_text())["attacks"]["bayesian"]
+        assert entry["training"]["steps"] == 300
+        assert entry["training"]["patience"] == (None if patience == "none" else 1)
+        curves[patience] = entry["training_curve"]
+    assert curves["none"]["steps"] == [0, 100, 200, 300] and not curves["none"]["stopped_early"]
+    losses = curves["1"]["cross_entropy"]
+    assert curves["1"]["stopped_early"] == (len(losses) < 4)
+    assert all(later < earlier for earlier, later in zip(losses[:-2], losses[1:-1]))  # improved until the stop
+    assert curves["1"]["cross_entropy"] == curves["none"]["cross_entropy"][:len(losses)]  # the same run so far
 
 
 def test_release_bad_members_file(small_population_file, tmp_path, capsys):

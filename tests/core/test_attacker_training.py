@@ -1,3 +1,6 @@
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -41,6 +44,9 @@ def _sampler(population, noise: float, seed: int):
         (dict(weight_decay=-1e-5), "weight_decay"),
         (dict(lr_decay=1.5), "lr_decay"),
         (dict(init="ridge"), "init"),
+        (dict(patience=0), "patience"),
+        (dict(patience=2.0), "patience"),
+        (dict(patience=True), "patience"),
     ],
 )
 def test_training_config_is_validated_on_construction(overrides, field):
@@ -204,3 +210,43 @@ def test_trace_says_whether_the_loss_was_still_falling():
     assert falling.curve([0.5, 0.6, 0.7], 8)["still_improving"] and not levelled.curve([0.5, 0.6, 0.6], 8)["still_improving"]
     with pytest.raises(InputError, match="one AUC per validation"):
         falling.curve([0.5], 8)
+
+
+def test_early_stopping_keeps_the_full_runs_state_and_its_replay_predicts_it(small_population):
+    """With ``patience`` P the run ends after P validations without a lower loss.  Here a learning
+    rate that wrecks the network leaves the warm start (step 0) best throughout the full run, so
+    the early-stopped run keeps the same state: the same scores, in 30 of 200 steps.  The replay of
+    the rule on the full run's recorded curve (``experiments/attacker_steps.py``, the evidence for
+    the default) predicts where the real run stops and what it keeps."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
+    from attacker_steps import early_stop
+
+    theta = np.full(small_population.n_individuals, 0.5)
+    spec = AttackerSpec(small_population.n_attributes, small_population.n_individuals, init="shadow-ridge")
+    settings = dict(steps=200, lr=5.0, validate_every=10, validation_draws=64)
+    full = train_attacker(_sampler(small_population, 0.05, 0), spec, AttackerTrainingConfig(**settings, patience=None),
+                          seed=0, theta=theta)
+    stopped = train_attacker(_sampler(small_population, 0.05, 0), spec, AttackerTrainingConfig(**settings, patience=3),
+                             seed=0, theta=theta)
+    curve, short = full.training_curve, stopped.training_curve
+    assert curve["steps"][-1] == 200 and not curve["stopped_early"] and curve["best_step"] == 0
+    assert short["steps"] == [0, 10, 20, 30] and short["stopped_early"] and short["best_step"] == 0
+    assert short["cross_entropy"] == curve["cross_entropy"][:4]  # the same run up to the stop
+    assert early_stop(curve["steps"], curve["cross_entropy"], 3) == (30, 0)
+    x, _ = _sampler(small_population, 0.05, 2)(32)
+    with torch.no_grad():
+        assert torch.equal(full(x), stopped(x))
+
+
+def test_early_stopping_waits_while_the_loss_falls(small_population):
+    """A sound learning rate lowers the validation loss at every validation of a short run: early
+    stopping never fires, and the run is the full run, step for step."""
+    theta = np.full(small_population.n_individuals, 0.5)
+    spec = AttackerSpec(small_population.n_attributes, small_population.n_individuals, init="reconstruction")
+    population = small_population.genotypes
+    settings = dict(steps=60, validate_every=20, validation_draws=64, init="reconstruction")
+    runs = [train_attacker(_sampler(small_population, 0.05, 0), spec, AttackerTrainingConfig(**settings, patience=patience),
+                           seed=0, theta=theta, population=population, n_members=20).training_curve
+            for patience in (None, 1)]
+    assert runs[0]["cross_entropy"] == sorted(runs[0]["cross_entropy"], reverse=True)  # falling throughout
+    assert runs[1] == runs[0] and not runs[1]["stopped_early"]

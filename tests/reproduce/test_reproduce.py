@@ -323,3 +323,20 @@ def test_names_sizes_and_budgets_are_validated() -> None:
     assert budget_for("paper", steps=7).steps == 7 and budget_for("paper", steps=7).releases == 100
     override = budget_for("small", attacker_steps=9)
     assert override.attacker_eval_steps == override.fresh_check_steps == 9
+
+
+def test_a_defense_built_in_code_never_takes_the_spec_of_an_earlier_one(tmp_path: Path) -> None:
+    """The SPEC of a defense made by ``Experiment.defense`` enters its evaluation's key.  A defense
+    built in code has none, even when an earlier defense is gone and its memory (hence its id) is
+    reused: Table 5's Gaussian mechanism once took the SPEC of the freed composed defender, which
+    changed its stored evaluation's key and its recorded ``defense_spec``."""
+    from bngp.defenses import GaussianDefense
+    from bngp.reproduce import EXPERIMENTS, Experiment
+    from bngp.reproduce.scales import BUDGETS
+
+    experiment = Experiment(EXPERIMENTS["table5"], "quick", 0, tmp_path, BUDGETS["quick"], progress=False)
+    for _ in range(100):
+        experiment.defense("laplace:epsilon=1")  # not kept by the caller
+        assert experiment.spec_of(GaussianDefense(0.1)) is None
+    kept = experiment.defense("gaussian:epsilon=1,delta=1e-5")
+    assert experiment.spec_of(kept) == "gaussian:epsilon=1,delta=1e-5"

@@ -28,6 +28,8 @@ BAD_CONFIGS = [
     ({"attacks": ["lrt", "lrtt"]}, "unknown attack 'lrtt'"),
     ({"releases": 1}, "`releases` must be an integer >= 2"),
     ({"retries": -1}, "`retries` must be an integer >= 0"),
+    ({"attacker_patience": 0}, "`attacker_patience` must be an integer >= 1 or null"),
+    ({"attacker_patience": "4"}, "`attacker_patience` must be an integer >= 1 or null"),
     ({"game": {"stepz": 10}}, "`game.stepz` is not a GameConfig setting"),
     ({"game": {"kappa": 1.0}}, "`game.kappa` is set by the sweep"),
     ({"game": {"steps": "10"}}, "`game.steps` must be of type int"),
@@ -96,3 +98,34 @@ def test_bad_backend_options(options, fragment, sweep_population, tmp_path):
     with pytest.raises(InputError, match=re.escape(fragment)):
         run_sweep(small_config(sweep_population), tmp_path / "out", progress=False, **options)
     assert not (tmp_path / "out").exists()
+
+
+def test_attacker_patience_enters_a_cells_key_only_when_on(sweep_population, monkeypatch):
+    """A sweep evaluates with the Bayesian attacker's default early stopping unless its config says
+    ``attacker_patience: null``.  The key of a cell evaluated with all the attacker's steps is the
+    one that cell had before early stopping existed, so stored cells stay valid; the known key
+    below was computed by the code of commit c47ec36.  The setting reaches the evaluation."""
+    from bngp.attacks.training import AttackerTrainingConfig
+    from bngp.sweep import execute
+    from bngp.sweep.cells import plan_cells
+    from bngp.sweep.config import SweepConfig
+    from bngp.sweep.runner import load_datasets
+
+    def keys(**changes):
+        data = small_config(sweep_population, defenses=["laplace"], **changes)
+        del data["kappa"], data["game"]
+        config = SweepConfig.from_dict(data)
+        return config, plan_cells(config, load_datasets(config))
+
+    full, (cell,) = keys(attacker_patience=None)
+    default, (default_cell,) = keys()
+    assert cell.key == "7f8455f8d1e4b56e9714" and cell.attacker_patience is None
+    assert default.attacker_patience == AttackerTrainingConfig.patience == default_cell.attacker_patience
+    assert default_cell.key not in {cell.key, keys(attacker_patience=2)[1][0].key}
+    assert full.to_dict()["attacker_patience"] is None and cell.describe()["attacker_patience"] is None
+    seen = []
+    monkeypatch.setattr(execute, "evaluate_defense", lambda *args, **kwargs: seen.append(kwargs["attacker"]) or 1 / 0)
+    for planned in (cell, default_cell):
+        with pytest.raises(ZeroDivisionError):
+            execute._compute(planned, load_datasets(full)[planned.dataset.name].population)
+    assert [config.patience for config in seen] == [None, AttackerTrainingConfig.patience]
