@@ -83,6 +83,8 @@ SHADOW_FLOAT_BUDGET = 2**27
 _GRAM_EIGENVALUE_CUTOFF = 1e-12
 #: rows on which the leave-one-out AUC is measured (the fit itself uses every row).
 _LOO_ROWS = 2000
+#: rows per block when :func:`fit_whitened` forms the residual in place.
+_ROW_BLOCK = 1024
 #: validation releases drawn by :func:`fit_converged` when the caller gives none.
 DEFAULT_VALIDATION_RELEASES = 500
 
@@ -240,20 +242,23 @@ def _best(path: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def _centre(releases: torch.Tensor, memberships: torch.Tensor):
-    releases = releases.to(torch.float64)
-    memberships = memberships.to(torch.float64)
+    """(X - m, B - mean B, m, mean B) in float64; X - m is a new tensor the caller may overwrite."""
     if releases.ndim != 2 or memberships.ndim != 2 or releases.shape[0] != memberships.shape[0]:
         raise InputError("releases (R, Q) and memberships (R, K) must have the same number of rows.")
     if releases.shape[0] < 3:
         raise InputError(f"a linear fit needs at least 3 shadow releases, got {releases.shape[0]}.")
-    release_mean = releases.mean(dim=0)
+    # one float64 copy, centred in place (float32 releases used to be converted, then centred into a
+    # second copy: 800 MB more for 20,000 x 5,000 releases)
+    centred = releases.to(torch.float64, copy=True)
+    memberships = memberships.to(torch.float64)
+    release_mean = centred.mean(dim=0)
     membership_mean = memberships.mean(dim=0)
     # outputs that do not vary leave rounding residue ~1e-17 after centring: make them exactly 0.
     # max_i |x_i - m| is max(max x - m, m - min x) exactly (rounding is monotone and symmetric), from
     # one pass over the releases instead of a copy of |X - m| (2.7 GB for 5,368 x 25,000 releases)
-    low, high = torch.aminmax(releases, dim=0)
+    low, high = torch.aminmax(centred, dim=0)
     constant = torch.maximum(high - release_mean, release_mean - low) <= 1e-12 * (release_mean.abs() + 1e-12)
-    centred = releases - release_mean
+    centred -= release_mean
     if bool(constant.any()):
         centred[:, constant] = 0.0
     return centred, memberships - membership_mean, release_mean, membership_mean
@@ -351,7 +356,13 @@ def fit_whitened(
     jitter = 1e-9 * float(torch.diagonal(gram_b).mean()) + 1e-12
     identity = torch.eye(n_individuals, dtype=torch.float64, device=centred_b.device)
     signal = torch.linalg.solve(gram_b + jitter * identity, centred_b.T @ centred_x)
-    residual = centred_x - centred_b @ signal
+    # the floor of the mean eigenvalue below, from the centred releases before they become the residual
+    centred_power = float(torch.linalg.vector_norm(centred_x)) ** 2 / max(centred_x.numel(), 1)
+    # the residual E = X - B M overwrites the centred releases (its own copy, :func:`_centre`), by
+    # blocks of rows: without a second R x Q matrix nor the R x Q product B M (800 MB each at 20,000 x 5,000)
+    residual = centred_x
+    for start in range(0, n_rows, _ROW_BLOCK):
+        residual[start:start + _ROW_BLOCK] -= centred_b[start:start + _ROW_BLOCK] @ signal
     degrees = max(1, n_rows - n_individuals - 1)
     validation_x = validation[0].to(torch.float64) - release_mean
     low_rank = n_rows <= n_outputs
@@ -371,7 +382,7 @@ def fit_whitened(
         signal_rotated = signal @ basis  # M U, (K, Q)
         validation_rotated = validation_x @ basis
     # floors keep a noise-free release (no defense: the residual is zero) and a constant one finite
-    mean_eigenvalue = max(total / n_outputs, 1e-12 * float((centred_x**2).mean()), 1e-30)
+    mean_eigenvalue = max(total / n_outputs, 1e-12 * centred_power, 1e-30)
     labels = validation[1]
 
     def whitened(shrink: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -413,9 +424,11 @@ def fit_whitened(
 
 
 class SharedDraws:
-    """Shadow releases simulated once and read by several fits: every :meth:`reader` sees the same
-    sequence of draws from ``sample``, which is called only for draws no reader has asked for yet
-    (the storage grows by concatenation, amortised by the doubling of :func:`fit_converged`)."""
+    """Shadow releases simulated once and read by several fits: :meth:`first` and every
+    :meth:`reader` see the same sequence of draws from ``sample``, which is called only for draws
+    no one has asked for yet (the storage grows by concatenation, amortised by the doubling of
+    :func:`fit_converged`), with the sizes a single reader would ask for (so the draws are those a
+    reader of ``sample`` alone would get)."""
 
     def __init__(self, sample: Sampler) -> None:
         self._sample = sample
@@ -425,25 +438,31 @@ class SharedDraws:
     def _available(self) -> int:
         return 0 if self._x is None else int(self._x.shape[0])
 
+    def first(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first ``n`` draws (views of the storage: not to be modified)."""
+        n = int(n)
+        if n > self._available():
+            x, b = self._sample(n - self._available())
+            self._x = x if self._x is None else torch.cat([self._x, x.to(self._x.dtype)])
+            self._b = b if self._b is None else torch.cat([self._b, b.to(self._b.dtype)])
+        return self._x[:n], self._b[:n]
+
     def reader(self) -> Sampler:
         """A sampler that reads the shared draws from the beginning."""
         position = [0]
 
         def read(n: int) -> tuple[torch.Tensor, torch.Tensor]:
             start, stop = position[0], position[0] + int(n)
-            if stop > self._available():
-                x, b = self._sample(stop - self._available())
-                self._x = x if self._x is None else torch.cat([self._x, x.to(self._x.dtype)])
-                self._b = b if self._b is None else torch.cat([self._b, b.to(self._b.dtype)])
+            x, b = self.first(stop)
             position[0] = stop
-            return self._x[start:stop], self._b[start:stop]
+            return x[start:], b[start:]
 
         return read
 
 
 def fit_converged(
     fit: Callable[[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]], LinearFit],
-    sample: Sampler,
+    sample: Sampler | SharedDraws,
     *,
     start: int,
     maximum: int,
@@ -455,32 +474,39 @@ def fit_converged(
     AUC rises by less than ``tolerance`` or ``maximum`` releases are reached.
 
     Returns the fit of highest validation AUC and the learning curve.  ``validation`` defaults
-    to :data:`DEFAULT_VALIDATION_RELEASES` fresh draws from ``sample``.
+    to :data:`DEFAULT_VALIDATION_RELEASES` fresh draws from ``sample``, drawn first.  Given
+    :class:`SharedDraws` (draws other fits read too; ``validation`` then required), the fits read
+    its first releases in place, without a copy of their own.
     """
     if start < 3 or maximum < start:
         raise InputError(f"shadow releases must satisfy 3 <= start <= maximum, got {start} and {maximum}.")
-    if validation is None:
-        validation = sample(DEFAULT_VALIDATION_RELEASES)
-    x, b = sample(start)
-    x, b = x.to(torch.float64), b.to(torch.float64)
+    if isinstance(sample, SharedDraws):
+        if validation is None:
+            raise InputError("fit_converged on shared draws needs `validation` releases.")
+        draws = sample
+    else:
+        if validation is None:
+            validation = sample(DEFAULT_VALIDATION_RELEASES)
+        draws = SharedDraws(sample)
+    size = start
     sizes: list[int] = []
     scores: list[float] = []
     best: LinearFit | None = None
     converged = False
     while True:
+        # kept as drawn (float32 releases: half the memory); each fit makes its own float64 copy
+        x, b = draws.first(size)
         current = fit(x, b, validation)
-        sizes.append(int(x.shape[0]))
+        sizes.append(size)
         scores.append(current.score)
         if best is None or current.score > best.score:
             best = current
         if len(scores) > 1 and scores[-1] - scores[-2] < tolerance:
             converged = True
             break
-        if x.shape[0] >= maximum:
+        if size >= maximum:
             break
-        more_x, more_b = sample(min(int(x.shape[0]), maximum - int(x.shape[0])))
-        x = torch.cat([x, more_x.to(torch.float64)])
-        b = torch.cat([b, more_b.to(torch.float64)])
+        size = min(2 * size, maximum)
     return best, LearningCurve(tuple(sizes), tuple(scores), converged, tolerance)
 
 

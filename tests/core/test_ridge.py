@@ -23,6 +23,7 @@ from sklearn.metrics import roc_auc_score
 
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
+from bngp.errors import InputError
 from bngp.metrics import release_aucs
 from bngp.ridge import (
     RIDGE_PATH,
@@ -469,3 +470,62 @@ def test_shared_draws_simulate_once_and_replay_in_order():
     np.testing.assert_array_equal(y.numpy().ravel(), np.arange(8))
     np.testing.assert_array_equal((c - y).numpy(), 100)
     np.testing.assert_array_equal(b2.numpy().ravel(), [102, 103, 104])
+
+
+def test_fit_converged_on_shared_draws_reads_them_in_place_and_matches_a_plain_sampler():
+    """Given SharedDraws, each fit reads the storage's first releases (no copy of its own: the same
+    memory), and the fits, the learning curve and the sampler's call sizes are those of the same
+    sampler handed over plainly."""
+    from bngp.ridge import SharedDraws, fit_converged, fit_ridge
+
+    def make_sampler(calls):
+        generator = torch.Generator().manual_seed(3)
+        population = (torch.rand(6, 40, generator=generator) < 0.4).float()
+
+        def sample(n):
+            calls.append(n)
+            b = (torch.rand(n, 6, generator=generator) < 0.5).float()
+            return b @ population / 6 + 0.4 * torch.randn(n, 40, generator=generator), b
+
+        return sample
+
+    plain_calls, shared_calls = [], []
+    plain = make_sampler(plain_calls)
+    validation = plain(50)
+    plain_fit, plain_curve = fit_converged(fit_ridge, plain, start=20, maximum=160, validation=validation)
+    shared_sampler = make_sampler(shared_calls)
+    shared_validation = shared_sampler(50)
+    draws = SharedDraws(shared_sampler)
+    seen = []
+
+    def recording_fit(x, b, validation):
+        seen.append((x.data_ptr(), int(x.shape[0])))
+        return fit_ridge(x, b, validation)
+
+    shared_fit, shared_curve = fit_converged(recording_fit, draws, start=20, maximum=160, validation=shared_validation)
+    sizes = plain_curve.releases
+    # the validation, the first 20, then each doubling's new releases only (as drawn before SharedDraws)
+    assert plain_calls == [50, 20] + [after - before for before, after in zip(sizes, sizes[1:])] and len(sizes) >= 3
+    assert shared_calls == plain_calls
+    assert shared_curve.to_dict() == plain_curve.to_dict()
+    assert torch.equal(shared_fit.weights, plain_fit.weights)
+    assert [rows for _, rows in seen] == list(sizes)
+    assert seen[-1][0] == draws.first(sizes[-1])[0].data_ptr()  # the last fit read the storage itself
+    with pytest.raises(InputError, match="validation"):
+        fit_converged(fit_ridge, SharedDraws(plain), start=20, maximum=40)
+
+
+@pytest.mark.parametrize("rows", [60, 2500])  # fewer rows than outputs, and more rows than a block of the residual
+def test_linear_fits_leave_the_callers_releases_unchanged(rows):
+    """The fits centre a copy of the releases in place (and the whitened fit turns it into the
+    residual in place): float64 releases handed in are not modified."""
+    from bngp.ridge import fit_ridge, fit_whitened
+
+    generator = torch.Generator().manual_seed(0)
+    b = (torch.rand(rows, 8, generator=generator) < 0.5).double()
+    x = b @ torch.rand(8, 100, generator=generator, dtype=torch.float64) + 0.3 * torch.randn(rows, 100, generator=generator, dtype=torch.float64)
+    validation = (x[:20].clone(), b[:20].clone())
+    before = x.clone()
+    fit_ridge(x, b, validation)
+    fit_whitened(x, b, validation)
+    assert torch.equal(x, before)
