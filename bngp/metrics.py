@@ -141,12 +141,20 @@ def release_aucs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     positives = labels.astype(bool)
     n_pos = positives.sum(axis=1)
     keep = (n_pos > 0) & (n_pos < labels.shape[1])
-    from scipy.stats import rankdata
+    scores, positives = scores[keep], positives[keep]
+    # the rank sum of the members: one sort per row; a row without ties ranks its sorted entries
+    # 1..n, and only rows with ties go through scipy's average ranks (8x slower on 500 x 200)
+    order = np.argsort(scores, axis=1)
+    ordered = np.take_along_axis(scores, order, axis=1)
+    rank_sums = np.take_along_axis(positives, order, axis=1) @ np.arange(1.0, scores.shape[1] + 1.0)
+    tied = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+    if tied.any():
+        from scipy.stats import rankdata
 
-    ranks = rankdata(scores[keep], axis=1)
+        rank_sums[tied] = (rankdata(scores[tied], axis=1) * positives[tied]).sum(axis=1)
     n_pos = n_pos[keep].astype(np.float64)
     n_neg = labels.shape[1] - n_pos
-    return ((ranks * positives[keep]).sum(axis=1) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    return (rank_sums - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
 def tpr_at_fpr(scores: np.ndarray, labels: np.ndarray, fpr: float) -> float:

@@ -84,3 +84,16 @@ def load_kappa_file(path: str, n_attributes: int) -> np.ndarray:
     if np.any(values < 0):
         raise InputError(f"`kappa` must be >= 0, found {values[values < 0][0]:g}.")
     return values
+
+
+def parse_patience(text: str, flag: str) -> int | None:
+    """An early-stopping patience option (``flag``): an integer >= 1, or ``none`` for all steps."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(f"`{flag}` must be an integer >= 1 or none, got {text!r}.")
+    return value

@@ -10,7 +10,7 @@ import numpy as np
 from bngp.cli import COMMANDS
 from bngp.attacks.registry import parse_attack_names
 from bngp.attacks.training import AttackerTrainingConfig
-from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_population_and_prior
+from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_population_and_prior, parse_patience
 from bngp.device import resolve_device
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"`--releases` must be >= 2, got {args.releases}.")
     if args.attacker_steps < 0:
         raise InputError(f"`--attacker-steps` must be >= 0, got {args.attacker_steps}.")
-    attacker = AttackerTrainingConfig(steps=args.attacker_steps, patience=_patience(args.attacker_patience))
+    attacker = AttackerTrainingConfig(steps=args.attacker_steps, patience=parse_patience(args.attacker_patience, "--attacker-patience"))
     population, prior = load_population_and_prior(args.population, args.members)
     parse_attack_names(args.attacks)  # unknown names fail before any work
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
@@ -84,15 +84,3 @@ def run(args: argparse.Namespace) -> int:
                       "strongest_attack": payload["strongest_attack"]["name"]}))
     return 0
 
-
-def _patience(text: str) -> int | None:
-    """``--attacker-patience``: an integer >= 1, or ``none`` for all steps."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise InputError(f"`--attacker-patience` must be an integer >= 1 or none, got {text!r}.")
-    return value

@@ -6,7 +6,9 @@ import argparse
 import json
 
 from bngp.cli import COMMANDS
-from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_kappa_file, load_population_and_prior
+from bngp.cli.common import (
+    add_device_arg, add_population_args, add_threads_arg, load_kappa_file, load_population_and_prior, parse_patience,
+)
 from bngp.device import resolve_device
 from bngp.errors import InputError
 from bngp.data.population import Population
@@ -58,6 +60,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="membership draws in the held-out evaluation batch")
     parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check_steps,
                         help="steps of the fresh attacker trained after training (0 = skip)")
+    parser.add_argument("--fresh-check-patience", default=str(defaults.fresh_check_patience), metavar="P|none",
+                        help="stop that attacker after P validations (every 100 steps) without a lower validation "
+                             "loss; none: all steps (default: %(default)s)")
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted run (RUN_DIR.incomplete) or a complete one from its last checkpoint")
     parser.add_argument("--force", action="store_true", help="replace an existing RUN_DIR when the new run completes")
@@ -92,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"`{flag}` must be >= {least}, got {value}.")
     if args.objective != "preference" and args.budget is None:
         raise InputError(f"`--budget` is required with --objective {args.objective}.")
+    fresh_check_patience = parse_patience(args.fresh_check_patience, "--fresh-check-patience")
     population, prior = load_population_and_prior(args.population, args.members)
     kappa_vector = None
     if args.kappa_file:
@@ -115,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         dp_penalty=args.dp_penalty,
         fixed_gaussian_sigmas=composed_gaussian_sigmas(args.compose, population, args.members),
         fresh_check_steps=args.fresh_check_steps,
+        fresh_check_patience=fresh_check_patience,
         seed=args.seed,
     )
     game = Game(population, prior, config, device=device)

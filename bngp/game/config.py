@@ -112,6 +112,11 @@ class GameConfig:
         checkpoint_every: steps between checkpoints.
         fresh_check_steps: steps of the fresh attacker trained against the frozen defender after
             training (0 = skip); its AUC is the number to trust.
+        fresh_check_patience: that attacker's early stopping (``AttackerTrainingConfig.patience``:
+            it stops once this many validations in a row, 100 steps apart, have not lowered its
+            validation loss, keeping its best state), or None for all ``fresh_check_steps``.  None
+            was the only behaviour before 2026-11-24; :meth:`to_dict` leaves the setting out then,
+            so the records of runs made before it (reproductions keep all steps) still match.
         seed: the run's seed; every stream of the run is spawned from it (:func:`bngp.rng.spawn_seeds`).
     """
 
@@ -152,6 +157,7 @@ class GameConfig:
     eval_batch: int = 256
     checkpoint_every: int = 250
     fresh_check_steps: int = 1000
+    fresh_check_patience: int | None = 4
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -173,6 +179,9 @@ class GameConfig:
                 raise InputError(f"`budget` must be a finite number >= 0 for objective {self.objective!r}, got {self.budget}.")
         if self.fresh_check_steps < 0:
             raise InputError(f"`fresh_check_steps` must be >= 0, got {self.fresh_check_steps}.")
+        patience = self.fresh_check_patience
+        if patience is not None and (isinstance(patience, bool) or not isinstance(patience, (int, np.integer)) or patience < 1):
+            raise InputError(f"`fresh_check_patience` must be an integer >= 1 or None (all steps), got {patience!r}.")
         if self.dp_epsilon is not None and not (math.isfinite(self.dp_epsilon) and self.dp_epsilon > 0):
             raise InputError(f"`dp_epsilon` must be a finite number > 0, got {self.dp_epsilon}.")
         if self.leakage not in get_args(Leakage):
@@ -214,7 +223,10 @@ class GameConfig:
         return weights
 
     def to_dict(self) -> dict:
+        """The settings as JSON; ``fresh_check_patience`` only when not None (see its docstring)."""
         data = asdict(self)
+        if self.fresh_check_patience is None:
+            del data["fresh_check_patience"]
         data["kappa_vector"] = None if self.kappa_vector is None else list(self.kappa_vector)
         data["fixed_gaussian_sigmas"] = list(self.fixed_gaussian_sigmas)
         return data

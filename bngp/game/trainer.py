@@ -615,11 +615,12 @@ class Game:
     def fresh_attacker_check(self, steps: int, seed: int, progress: bool = False) -> dict:
         """Fit the linear and whitened attackers to convergence against the frozen defender, then
         train a new network attacker warm-started from the linear one's ridge map (as in
-        evaluation, which fits that map once for both) for all ``steps`` (no early stopping: a run
-        records its check by the step count alone); held-out AUC and cross-entropy over 512 fresh
-        draws."""
+        evaluation, which fits that map once for both) for up to ``steps`` steps, stopped early
+        by ``config.fresh_check_patience`` (its training curve records where); held-out AUC and
+        cross-entropy over 512 fresh draws."""
         init = "paper" if self.config.attacker_init == "paper" else "shadow-ridge"
-        config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=init, patience=None)
+        config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=init,
+                                        patience=self.config.fresh_check_patience)
         test_seed, linear_seed = spawn_seeds(seed, 2)
         x, b = self.release_sampler(test_seed)(512)
         labels = b.cpu().numpy()
@@ -648,6 +649,7 @@ class Game:
             probabilities = torch.sigmoid(logits)
         check.update({
             "steps": steps,
+            "patience": config.patience,
             "auc": float(release_aucs(logits.cpu().numpy(), labels).mean()),
             "bgp_risk": float(F.binary_cross_entropy_with_logits(logits, b)),
             "prior_entropy": self.prior_entropy,

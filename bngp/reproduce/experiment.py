@@ -214,8 +214,9 @@ class Experiment:
     def game_config(self, **overrides: Any) -> GameConfig:
         """GameConfig with this scale's budgets and the experiment's seed, plus ``overrides``."""
         budget = self.budget
-        base = GameConfig(steps=budget.steps, fresh_check_steps=budget.fresh_check_steps, eval_every=budget.eval_every,
-                          checkpoint_every=budget.checkpoint_every, seed=self.seed)
+        # every step of the fresh-attacker check, as in the runs these reproductions have stored
+        base = GameConfig(steps=budget.steps, fresh_check_steps=budget.fresh_check_steps, fresh_check_patience=None,
+                          eval_every=budget.eval_every, checkpoint_every=budget.checkpoint_every, seed=self.seed)
         return replace(base, **overrides)
 
     def _completed(self, run_dir: Path, config: GameConfig) -> bool:

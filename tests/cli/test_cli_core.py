@@ -191,6 +191,8 @@ def empty_population(tmp_path):
         ("good", ["--members", "0"], "--members"),
         ("good", ["--members", "41"], "--members"),
         ("good", ["--kappa", "-1"], "kappa"),
+        ("good", ["--fresh-check-patience", "0"], "`--fresh-check-patience` must be an integer >= 1 or none"),
+        ("good", ["--fresh-check-patience", "x"], "`--fresh-check-patience` must be an integer >= 1 or none"),
     ],
 )
 def test_train_bad_input(population, extra, fragment, tmp_path, capsys, small_population_file, request):
@@ -352,3 +354,18 @@ def test_threads_option_sets_torch_and_blas_pools(small_population_file, tmp_pat
                            "--defense", "none", "--attacks", "score", "--threads", 0, "--out", tmp_path / "f.json")
     assert_one_line_error(code, err, "--threads")
     assert not (tmp_path / "f.json").exists()
+
+
+@pytest.mark.parametrize("patience, recorded", [("none", None), ("2", 2)])
+def test_train_fresh_check_patience_reaches_the_check(patience, recorded, small_population_file, tmp_path, capsys,
+                                                      monkeypatch):
+    """--fresh-check-patience sets the fresh attacker's early stopping: recorded in the run's config
+    (left out at none, as in runs made before the setting existed) and in the check."""
+    out = tmp_path / "run"
+    code, _, err = run_cli(capsys, "train", "--quiet", "--population", small_population_file, "--members", 20,
+                           "--steps", 2, "--fresh-check-steps", 3, "--fresh-check-patience", patience, "--out", out)
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())["config"]
+    assert config.get("fresh_check_patience", "left out") == ("left out" if recorded is None else recorded)
+    check = json.loads((out / "summary.json").read_text())["fresh_attacker_check"]
+    assert check["patience"] == recorded and check["steps"] == 3

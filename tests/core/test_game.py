@@ -401,3 +401,44 @@ def test_summary_times_every_phase_of_the_run(small_population, tmp_path):
     assert timings["held-out evaluation"]["calls"] == 2 and timings["checkpoint"]["calls"] == 2
     assert 0 < sum(phase["seconds"] for phase in timings.values()) <= wall
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["timings"] == timings
+
+
+@pytest.mark.parametrize("patience", [0, -1, 2.0, True, "4"])
+def test_fresh_check_patience_is_validated(patience):
+    with pytest.raises(InputError, match="fresh_check_patience"):
+        GameConfig(fresh_check_patience=patience)
+
+
+def test_fresh_check_patience_is_recorded_only_when_on():
+    """None (all steps, the only behaviour of runs made before the setting) is left out of the
+    record, so those runs' stored configs still equal a config that keeps all steps."""
+    legacy = GameConfig(fresh_check_patience=None).to_dict()
+    assert "fresh_check_patience" not in legacy
+    assert set(GameConfig().to_dict()) == set(legacy) | {"fresh_check_patience"}
+    assert GameConfig().to_dict()["fresh_check_patience"] == GameConfig.fresh_check_patience == 4
+    assert GameConfig(fresh_check_patience=2).to_dict()["fresh_check_patience"] == 2
+
+
+@pytest.mark.parametrize("patience", [None, 1])
+def test_fresh_check_trains_its_attacker_with_the_configured_patience(small_population, tmp_path, monkeypatch, patience):
+    from bngp.game import trainer
+
+    seen = []
+    real = trainer.train_attacker
+
+    def recording(*args, **kwargs):
+        seen.append(args[2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "train_attacker", recording)
+    summary = _game(small_population, fresh_check_steps=300, fresh_check_patience=patience).train(tmp_path, progress=False)
+    (config,) = seen
+    assert config.patience == patience and config.steps == 300
+    check = summary.fresh_attacker_check
+    assert check["patience"] == patience
+    curve_steps = check["training_curve"]["steps"]
+    if patience is None:
+        assert curve_steps[-1] == 300
+    else:  # stopped one validation after its last improvement
+        best = check["training_curve"]["best_step"]
+        assert curve_steps[-1] == min(300, best + 100)

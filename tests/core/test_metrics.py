@@ -13,6 +13,7 @@ from bngp.metrics import (
     binary_entropy,
     membership_advantage,
     membership_metrics,
+    release_aucs,
     roc_curve,
     tpr_at_fpr,
 )
@@ -31,6 +32,27 @@ def test_auc_and_roc_match_scikit_learn(seed, n, ties):
     curve = roc_curve(scores, labels)
     fpr, tpr, _ = sk_roc_curve(labels, scores, drop_intermediate=False)
     assert np.allclose(curve.fpr, fpr) and np.allclose(curve.tpr, tpr)
+
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 12), st.integers(2, 60), st.sampled_from(["none", "some", "heavy", "constant"]))
+def test_release_aucs_match_scikit_learn_row_by_row(seed, rows, n, ties):
+    """Per-release AUCs (sorted ranks without ties, scipy's average ranks for rows with ties) against
+    scikit-learn's roc_auc_score on each row that holds both classes (the reference)."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, (rows, n))
+    labels[0] = rng.integers(0, 2) if rows > 1 else labels[0]  # a row with one class only when there are others
+    scores = rng.normal(size=(rows, n))
+    if ties == "some":
+        scores[::2] = np.round(scores[::2])
+    elif ties == "heavy":
+        scores = np.round(scores)
+    elif ties == "constant":
+        scores[rows // 2] = 1.5
+    kept = [row for row in range(rows) if 0 < labels[row].sum() < n]
+    expected = [roc_auc_score(labels[row], scores[row]) for row in kept]
+    np.testing.assert_allclose(release_aucs(scores, labels), expected, rtol=0, atol=1e-12)
 
 
 def test_known_cases():

@@ -340,3 +340,15 @@ def test_a_defense_built_in_code_never_takes_the_spec_of_an_earlier_one(tmp_path
         assert experiment.spec_of(GaussianDefense(0.1)) is None
     kept = experiment.defense("gaussian:epsilon=1,delta=1e-5")
     assert experiment.spec_of(kept) == "gaussian:epsilon=1,delta=1e-5"
+
+
+def test_reproductions_train_every_step_of_their_fresh_attackers(reproduced: Path) -> None:
+    """Reproductions (the frontier's defenders included) pin ``fresh_check_patience`` to None, so
+    their runs record the config of the runs stored before early stopping existed, and the check
+    trains for all its steps."""
+    runs = [path.parent for path in reproduced.rglob("config.json") if (path.parent / "summary.json").is_file()]
+    assert any("frontier" in str(run) for run in runs) and len(runs) >= 3
+    for run in runs:
+        assert "fresh_check_patience" not in json.loads((run / "config.json").read_text())["config"]
+        check = json.loads((run / "summary.json").read_text())["fresh_attacker_check"]
+        assert check["patience"] is None and check["training_curve"]["steps"][-1] == check["steps"]
