@@ -424,11 +424,10 @@ def fit_whitened(
 
 
 class SharedDraws:
-    """Shadow releases simulated once and read by several fits: :meth:`first` and every
-    :meth:`reader` see the same sequence of draws from ``sample``, which is called only for draws
-    no one has asked for yet (the storage grows by concatenation, amortised by the doubling of
-    :func:`fit_converged`), with the sizes a single reader would ask for (so the draws are those a
-    reader of ``sample`` alone would get)."""
+    """Shadow releases simulated once and read by several fits: :meth:`first` returns the first
+    draws of one sequence from ``sample``, which is called only for draws no fit has asked for yet
+    (the storage grows by concatenation, amortised by the doubling of :func:`fit_converged`), with
+    the sizes a single fit would ask for (so the draws are those a fit of ``sample`` alone gets)."""
 
     def __init__(self, sample: Sampler) -> None:
         self._sample = sample
@@ -446,18 +445,6 @@ class SharedDraws:
             self._x = x if self._x is None else torch.cat([self._x, x.to(self._x.dtype)])
             self._b = b if self._b is None else torch.cat([self._b, b.to(self._b.dtype)])
         return self._x[:n], self._b[:n]
-
-    def reader(self) -> Sampler:
-        """A sampler that reads the shared draws from the beginning."""
-        position = [0]
-
-        def read(n: int) -> tuple[torch.Tensor, torch.Tensor]:
-            start, stop = position[0], position[0] + int(n)
-            x, b = self.first(stop)
-            position[0] = stop
-            return x[start:], b[start:]
-
-        return read
 
 
 def fit_converged(

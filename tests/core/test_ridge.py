@@ -448,8 +448,9 @@ def test_affine_calibration_never_makes_the_attacker_worse(logits, seed):
 
 
 def test_shared_draws_simulate_once_and_replay_in_order():
-    """Two readers of SharedDraws see the same sequence; the sampler is asked only for draws no
-    reader has seen (2 and 3 for the first reader, then the 3 the second reads beyond them)."""
+    """SharedDraws.first(n) returns the first n draws of one sequence; the sampler is asked only for
+    draws no one has seen (2, then the 3 beyond them, then 3 more), and a read that needs no new
+    draws calls it not at all."""
     from bngp.ridge import SharedDraws
 
     calls = []
@@ -461,15 +462,17 @@ def test_shared_draws_simulate_once_and_replay_in_order():
         return values, values + 100
 
     draws = SharedDraws(sample)
-    first, second = draws.reader(), draws.reader()
-    x1, _ = first(2)
-    x2, b2 = first(3)
-    y, c = second(8)
+    x1, _ = draws.first(2)
+    x2, b2 = draws.first(5)
+    y, c = draws.first(8)
+    again, _ = draws.first(4)
     assert calls == [2, 3, 3]
-    np.testing.assert_array_equal(torch.cat([x1, x2]).numpy(), y[:5].numpy())
+    np.testing.assert_array_equal(x1.numpy(), y[:2].numpy())
+    np.testing.assert_array_equal(x2.numpy(), y[:5].numpy())
     np.testing.assert_array_equal(y.numpy().ravel(), np.arange(8))
+    np.testing.assert_array_equal(again.numpy().ravel(), np.arange(4))
     np.testing.assert_array_equal((c - y).numpy(), 100)
-    np.testing.assert_array_equal(b2.numpy().ravel(), [102, 103, 104])
+    np.testing.assert_array_equal(b2.numpy().ravel(), [100, 101, 102, 103, 104])
 
 
 def test_fit_converged_on_shared_draws_reads_them_in_place_and_matches_a_plain_sampler():
