@@ -14,6 +14,7 @@ only be weaker than its best base by the estimation error of m + 1 weights.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -95,21 +96,32 @@ class StackedAttack(Attack):
         features = torch.from_numpy((raw / self.spread_).reshape(-1, raw.shape[-1]))
         self.weights_ = logistic_calibration(features, torch.from_numpy(stacking.labels.reshape(-1).astype(np.float64))).numpy()
 
-    def _base_scores(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
-        return np.stack([attack.score(targets, releases) for attack in self.bases_.values()], axis=-1)
+    def _base_scores(self, targets: np.ndarray, releases: np.ndarray, known: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+        known = known or {}
+        expected = (np.atleast_2d(releases).shape[0], targets.shape[0])
+        for name, scores in known.items():
+            if name in self.bases_ and np.shape(scores) != expected:
+                raise InputError(f"`base_scores[{name!r}]` must have shape {expected} (releases, targets), got {np.shape(scores)}.")
+        return np.stack([np.asarray(known[name]) if name in known else attack.score(targets, releases)
+                         for name, attack in self.bases_.items()], axis=-1)
 
-    def _centred(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+    def _centred(self, targets: np.ndarray, releases: np.ndarray, known: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
         """(R, n, m) base scores, each centred by its mean over the known population on the same
-        release, so a target's score does not depend on which other targets are scored with it."""
-        population = self._base_scores(self.population_, releases)
+        release, so a target's score does not depend on which other targets are scored with it;
+        ``known``: base scores of ``targets`` already computed on these releases."""
         same = targets.shape == self.population_.shape and np.array_equal(targets, self.population_)
-        scores = population if same else self._base_scores(targets, releases)
+        population = self._base_scores(self.population_, releases, known if same else None)
+        scores = population if same else self._base_scores(targets, releases, known)
         return scores - population.mean(axis=1, keepdims=True)
 
-    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+    def score(self, targets: np.ndarray, releases: np.ndarray, *,
+              base_scores: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+        """Pooled log-odds of ``targets`` on ``releases``.  ``base_scores``: what some base attacks
+        already scored ``targets`` on these releases (an evaluation's scores, (R, n) each), used as
+        they are instead of scoring again; the others are scored here."""
         if self.weights_ is None:
             raise InputError("the stacked attack must be fitted before scoring (call fit).")
-        features = self._centred(targets, np.atleast_2d(releases)) / self.spread_
+        features = self._centred(targets, np.atleast_2d(releases), base_scores) / self.spread_
         return features @ self.weights_[:-1] + self.weights_[-1]
 
     def describe(self) -> dict:

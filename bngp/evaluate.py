@@ -229,7 +229,10 @@ def evaluate_defense(
         if isinstance(attack, BayesianAttack) and isinstance(linear, LinearAttack):
             attack.use_ridge_fit(linear.fit_, linear.learning_curve_)  # one converged ridge fit, not two
         attack.fit(knowledge, seed=attack_seed)
-        scores = attack.score(population.genotypes, x)
+        if isinstance(attack, StackedAttack):  # its bases' scores on these releases are known already
+            scores = attack.score(population.genotypes, x, base_scores=all_scores)
+        else:
+            scores = attack.score(population.genotypes, x)
         seconds = time.perf_counter() - started
         metrics = membership_metrics(scores, b)
         orientation = int(getattr(attack, "orientation_", 1))

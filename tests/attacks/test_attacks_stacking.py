@@ -87,3 +87,50 @@ def test_stacked_attack_ignores_an_uninformative_base(small_world) -> None:
     genotypes = small_world.population.genotypes
     alone = _mean_auc(linear.score(genotypes, releases), memberships)
     assert _mean_auc(stacked.score(genotypes, releases), memberships) >= alone - 0.01
+
+
+def test_stacked_attack_uses_base_scores_it_is_handed(small_world, monkeypatch) -> None:
+    """score(..., base_scores=...): the bases' scores handed in (an evaluation's, on the same
+    releases) are used without scoring those bases again, and the pooled score is the one it
+    computes itself, bit for bit; a base not handed in is scored; a wrong shape is refused."""
+    import pytest
+
+    from bngp.errors import InputError
+
+    knowledge = small_world.knowledge(laplace_scale=0.2)
+    stacked = StackedAttack(base=("linear", "score", "reconstruction")).fit(knowledge, seed=5)
+    releases, _ = small_world.releases(6, seed=8, laplace_scale=0.2)
+    genotypes = small_world.population.genotypes
+    expected = stacked.score(genotypes, releases)
+    known = {name: attack.score(genotypes, releases) for name, attack in stacked.bases_.items() if name != "score"}
+    for name in known:  # scoring these again would now fail
+        monkeypatch.setattr(stacked.bases_[name], "score", lambda *args: 1 / 0)
+    np.testing.assert_array_equal(stacked.score(genotypes, releases, base_scores=known), expected)
+    with pytest.raises(InputError, match="base_scores"):
+        stacked.score(genotypes, releases, base_scores={"linear": known["linear"][:2]})
+
+
+def test_an_evaluation_hands_the_stacked_attack_its_scores(small_population) -> None:
+    """evaluate_defense scores each base attack once on its evaluation releases: the stacked
+    attacker reads those scores instead of scoring the bases again (it still scores them on its
+    own 200 stacking releases)."""
+    from bngp.attacks.registry import get_attack
+    from bngp.data.priors import UniformSubsetPrior
+    from bngp.defenses.dp import LaplaceDefense
+    from bngp.evaluate import evaluate_defense
+
+    attacks = {name: get_attack(name) for name in ("score", "linear", "stacked")}
+    calls = []
+    for name in ("score", "linear"):
+        real = attacks[name].score
+
+        def spy(targets, releases, _real=real, _name=name):
+            calls.append((_name, np.atleast_2d(releases).shape[0]))
+            return _real(targets, releases)
+
+        attacks[name].score = spy
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    result = evaluate_defense(small_population, prior, LaplaceDefense(scale=0.05), attacks, n_members=20, releases=4,
+                              seed=3)
+    assert sorted(call for call in calls if call[1] == 4) == [("linear", 4), ("score", 4)]
+    assert ("linear", 200) in calls and set(result.scores) == {"score", "linear", "stacked"}
