@@ -15,8 +15,9 @@ The keys (``docs/sweep.md`` has a full example):
 * ``seeds`` (default ``[0]``), ``attacks`` (default :data:`DEFAULT_ATTACKS`), ``releases``
   (evaluation releases per cell, default 50), ``retries`` (of a failed cell, default 2).
 * ``attacker_patience``: early stopping of the evaluation's Bayesian attacker
-  (:attr:`bngp.attacks.training.AttackerTrainingConfig.patience`, default 4; ``null`` in JSON:
-  all of its steps).
+  (:attr:`bngp.attacks.training.AttackerTrainingConfig.patience`, default 4; ``null`` in JSON or
+  ``"none"`` (which TOML needs, having no null; also for the optional ``game`` settings): all of
+  its steps).
 * ``game``: :class:`bngp.game.GameConfig` settings of the BNGP defenders (``steps``,
   ``fresh_check_steps``, ``attacker_refit_every``, ...); ``kappa`` and ``seed`` are the sweep's.
 * ``audit`` (optional): an end-to-end canary audit of every cell's defense
@@ -227,8 +228,8 @@ class SweepConfig:
             attacks=tuple(_as_list(attacks)),
             releases=data.get("releases", 50),
             retries=data.get("retries", 2),
-            attacker_patience=data.get("attacker_patience", AttackerTrainingConfig.patience),
-            game=tuple((str(key), tuple(value) if isinstance(value, list) else value) for key, value in game.items()),
+            attacker_patience=_none_word(data.get("attacker_patience", AttackerTrainingConfig.patience)),
+            game=tuple((str(key), tuple(value) if isinstance(value, list) else _none_word(value)) for key, value in game.items()),
             audit=None if data.get("audit") is None else AuditSpec.from_dict(data["audit"]),
         )
 
@@ -386,6 +387,12 @@ def _check_attacks(attacks: tuple[str, ...]) -> None:
 
 #: the JSON types of a GameConfig setting, by its annotation (Literal aliases are strings).
 _GAME_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,)}
+
+
+def _none_word(value: Any) -> Any:
+    """The string "none" (any case) as None: TOML has no null, so a TOML config writes an unset
+    optional setting (``attacker_patience``, ``game.fresh_check_patience``, ...) as "none"."""
+    return None if isinstance(value, str) and value.strip().lower() == "none" else value
 
 
 def _check_game(game: tuple[tuple[str, Any], ...]) -> None:

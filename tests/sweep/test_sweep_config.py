@@ -89,6 +89,20 @@ def test_toml_config_and_relative_paths(sweep_population, tmp_path, monkeypatch)
     assert (game.steps, game.kappa, game.seed, game.fixed_gaussian_sigmas) == (5, 2.5, 7, (0.1,))
 
 
+def test_toml_config_says_none_for_all_steps(sweep_population, tmp_path):
+    """TOML has no null: "none" (any case) turns the Bayesian attacker's and the fresh-attacker
+    check's early stopping off; for a setting that cannot be unset it is refused."""
+    path = tmp_path / "sweep.toml"
+    body = (f'defenses = ["bngp"]\nkappa = 1\nattacker_patience = "none"\n[[datasets]]\npath = "{sweep_population}"\n'
+            'members = 10\n[game]\nsteps = 5\nfresh_check_patience = "None"\n')
+    path.write_text(body)
+    config = load_sweep_config(path)
+    assert config.attacker_patience is None and config.game_config(1.0, 0).fresh_check_patience is None
+    path.write_text(body.replace('steps = 5', 'steps = "none"'))
+    with pytest.raises(InputError, match="game.steps"):
+        load_sweep_config(path)
+
+
 @pytest.mark.parametrize("options, fragment", [
     ({"backend": "dask"}, "`backend` must be one of local, ray"),
     ({"address": "127.0.0.1:6379"}, "apply to the ray backend only"),
