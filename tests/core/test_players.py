@@ -112,3 +112,31 @@ def test_attacker_widths_scale_below_the_paper_size_and_are_capped_above():
     assert attacker_widths(1000) == (680, 400)
     assert attacker_widths(25000) == (3400, 2000)
     assert attacker_widths(10) == (32, 32)
+
+
+@pytest.mark.parametrize("skip,shrink,full_rank", [(False, False, False), (True, True, True), (False, True, True), (True, False, True)])
+def test_defender_without_autograd_draws_the_same_noise_bit_for_bit(skip, shrink, full_rank):
+    # the in-place path (drawing releases under no_grad) against the differentiable one
+    torch.manual_seed(3)
+    g = Defender(DefenderSpec(20, 50, noise_dim=4, skip=skip, shrink=shrink, full_rank_noise=full_rank))
+    with torch.no_grad():
+        for parameter in g.parameters():
+            parameter.uniform_(0.0, 0.5)
+        if shrink:
+            g.set_shrink_target(np.linspace(0.1, 0.9, 50))
+    g.eval()
+    b = (torch.rand(64, 20, generator=torch.Generator().manual_seed(1)) < 0.5).float()
+    r = g.sample_r(64, torch.Generator().manual_seed(2))
+    x_hat = torch.rand(64, 50, generator=torch.Generator().manual_seed(4)).double()
+    kept = x_hat.clone()
+    differentiable = g(b, r, x_hat)
+    assert differentiable.requires_grad
+    with torch.no_grad():
+        drawn = g(b, r, x_hat)
+    assert torch.equal(drawn, differentiable.detach())
+    assert torch.equal(x_hat, kept)  # the caller's float64 statistic is not overwritten
+    released = perturb(x_hat, differentiable)
+    assert released.requires_grad
+    with torch.no_grad():
+        assert torch.equal(perturb(x_hat, drawn), released.detach())
+    assert torch.equal(x_hat, kept)
