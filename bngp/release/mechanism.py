@@ -68,7 +68,7 @@ def perturb(x_hat: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
     """Output perturbation x = clip(x_hat + xi, 0, 1) (clipping is post-processing), summed in
     float64 and returned in x_hat's dtype: a noise that cancels the statistic (xi = t - x_hat,
     computed in float64) then releases exactly t, with no rounding residue of x_hat left in it."""
-    if torch.is_grad_enabled() and noise.requires_grad:
+    if torch.is_grad_enabled() and (noise.requires_grad or x_hat.requires_grad):
         return torch.clamp(x_hat.double() + noise.double(), 0.0, 1.0).to(x_hat.dtype)
     # the same sum and clip in place on one float64 copy (bit for bit the same release)
     return x_hat.to(torch.float64, copy=True).add_(noise).clamp_(0.0, 1.0).to(x_hat.dtype)

@@ -84,3 +84,11 @@ def test_release_reuses_a_given_statistic_and_a_composition_computes_a_shared_pa
     assert torch.equal(given, perturb(x_hat, noise))
     single = mech.release(b, noise[:, : mech.n_outputs], x_hat[:, : mech.n_outputs])
     assert torch.equal(single, given[:, : mech.n_outputs])
+
+
+def test_perturb_is_differentiable_in_the_statistic_too():
+    # a noise that needs no gradient must not send a differentiable statistic down the in-place path
+    x_hat = torch.tensor([[0.1, 0.9, 0.5]], requires_grad=True)
+    x = perturb(x_hat, torch.tensor([[-0.3, 0.3, 0.2]]))
+    x.sum().backward()
+    assert x_hat.grad.tolist() == [[0.0, 0.0, 1.0]]
