@@ -25,6 +25,7 @@ from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
 from bngp.metrics import release_aucs
 from bngp.rng import seeded_torch, spawn_seeds
+from bngp.validation import check_patience
 from .base import ReleaseSimulator
 from .network import ATTACKER_INITS, Attacker, AttackerInit, AttackerSpec, block_inversion_head
 from bngp.ridge import (
@@ -131,8 +132,7 @@ class AttackerTrainingConfig:
                 raise InputError(f"`{name}` must be an integer >= {least}, got {value!r}.")
         if self.shadow_releases is not None and (not _is_integer(self.shadow_releases) or self.shadow_releases < 3):
             raise InputError(f"`shadow_releases` must be an integer >= 3 or None (fitted to convergence), got {self.shadow_releases!r}.")
-        if self.patience is not None and (not _is_integer(self.patience) or self.patience < 1):
-            raise InputError(f"`patience` must be an integer >= 1 or None (all steps), got {self.patience!r}.")
+        check_patience("patience", self.patience)
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise InputError(f"`lr` must be a finite number > 0, got {self.lr!r}.")
         if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):

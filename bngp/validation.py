@@ -19,6 +19,7 @@ __all__ = [
     "check_in_open_interval",
     "check_nonnegative",
     "check_output_file",
+    "check_patience",
     "check_positive_int",
     "check_probability_vector",
     "check_readable_file",
@@ -38,6 +39,14 @@ def check_positive_int(name: str, value: object, *, minimum: int = 1, maximum: i
         upper = "" if maximum is None else f" and <= {maximum}"
         raise InputError(f"`{name}` must be >= {minimum}{upper}, got {value}.")
     return int(value)
+
+
+def check_patience(name: str, value: object, *, unset: str = "None") -> int | None:
+    """Return an early-stopping patience: an integer >= 1, or None for all steps (``unset``: how the
+    caller's users write None, e.g. "null" in a JSON config)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+        raise InputError(f"`{name}` must be an integer >= 1 or {unset} (all steps), got {value!r}.")
+    return value
 
 
 def check_nonnegative(name: str, value: float) -> float:

@@ -83,4 +83,3 @@ def run(args: argparse.Namespace) -> int:
                       "data_independent_utility_loss": round(result.utility["data_independent_utility_loss"], 6), "auc": summary,
                       "strongest_attack": payload["strongest_attack"]["name"]}))
     return 0
-

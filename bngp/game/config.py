@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 import numpy as np
 
 from bngp.errors import InputError
+from bngp.validation import check_patience
 
 if TYPE_CHECKING:
     from bngp.attacks.network import AttackerInit
@@ -179,9 +180,7 @@ class GameConfig:
                 raise InputError(f"`budget` must be a finite number >= 0 for objective {self.objective!r}, got {self.budget}.")
         if self.fresh_check_steps < 0:
             raise InputError(f"`fresh_check_steps` must be >= 0, got {self.fresh_check_steps}.")
-        patience = self.fresh_check_patience
-        if patience is not None and (isinstance(patience, bool) or not isinstance(patience, (int, np.integer)) or patience < 1):
-            raise InputError(f"`fresh_check_patience` must be an integer >= 1 or None (all steps), got {patience!r}.")
+        check_patience("fresh_check_patience", self.fresh_check_patience)
         if self.dp_epsilon is not None and not (math.isfinite(self.dp_epsilon) and self.dp_epsilon > 0):
             raise InputError(f"`dp_epsilon` must be a finite number > 0, got {self.dp_epsilon}.")
         if self.leakage not in get_args(Leakage):

@@ -43,6 +43,7 @@ from bngp.defenses.specs import DP_SPECS
 from bngp.errors import InputError
 from bngp.game import KAPPA_MAX, GameConfig
 from bngp.mechanism_audit import DEFAULT_RUNS
+from bngp.validation import check_patience
 
 __all__ = ["AuditSpec", "DatasetSpec", "SweepConfig", "load_sweep_config", "AUDIT_KEYS", "AUDIT_MODES", "BNGP_FAMILY",
            "DEFAULT_ATTACKS", "GAME_KEYS"]
@@ -183,9 +184,7 @@ class SweepConfig:
         _check_attacks(self.attacks)
         _check_int("releases", self.releases, 2)
         _check_int("retries", self.retries, 0)
-        patience = self.attacker_patience
-        if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
-            raise InputError(f"`attacker_patience` must be an integer >= 1 or null (all steps), got {patience!r}.")
+        check_patience("attacker_patience", self.attacker_patience, unset="null")
         _check_game(self.game)
         for kappa in self.kappa:  # GameConfig checks the values of its settings, at every kappa
             try:
