@@ -37,6 +37,9 @@ def main() -> None:
     parser.add_argument("--releases", type=int, default=10500, help="releases drawn (default: 10500, a paper-scale refit)")
     parser.add_argument("--seed", type=int, default=0, help="(default: 0)")
     args = parser.parse_args()
+    for flag in ("individuals", "outputs", "releases"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag} must be >= 1, got {getattr(args, flag)}")
     torch.set_num_threads(1)
     seeds = named_seeds(args.seed, ("population", "defender", "releases"))
     peak = matmul_peak_flops()

@@ -26,3 +26,9 @@ def test_release_draw_reports_its_phases_and_is_fixed_by_its_seed():
     assert first["matmul_gflops_float32"] > 0 and first["peak_memory_gib"] > 0
     assert (first["releases"], first["seed"]) == (50, 0)
     assert first["releases_sha1"] == again["releases_sha1"] != other["releases_sha1"]
+
+
+def test_release_draw_refuses_an_empty_size_in_one_line():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--releases", "0"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "--releases must be >= 1, got 0" in done.stderr and "Traceback" not in done.stderr
