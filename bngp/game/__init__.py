@@ -5,10 +5,12 @@
 * :mod:`~bngp.game.best_response`: defenders' losses against a fixed differentiable attack (App. M).
 * :mod:`~bngp.game.trainer`: :class:`Game`, the general-sum GAN trainer.
 * :mod:`~bngp.game.summary`: :class:`TrainingSummary`, the frozen record of a run (``summary.json``).
+* :mod:`~bngp.game.resumable`: :func:`train_once`, a training reused when finished and resumed when interrupted.
 """
 
 from .config import ATTACKER_KINDS, CHECKPOINT_FILE, CONFIG_FILE, KAPPA_MAX, OBJECTIVES, SUMMARY_FILE, GameConfig
 from .summary import TrainingSummary
 from .trainer import Game
+from .resumable import RunState, run_state, train_once
 
-__all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig", "TrainingSummary"]
+__all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig", "RunState", "TrainingSummary", "run_state", "train_once"]

@@ -48,13 +48,13 @@ from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses import Defense, DefenseContext, load_run_defense, parse_defense_spec
 from bngp.defenses.artifact import population_fingerprint
-from bngp.errors import BNGPError, InputError
+from bngp.errors import InputError
 from bngp.evaluate import EvaluationResult, evaluate_defense
-from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConfig, TrainingSummary
+from bngp.game import Game, GameConfig, RunState, train_once
 from bngp.reproduce.datasets import DATASETS, make_population
 from bngp.reproduce.scales import SCALES, Budget, Sizes
 from bngp.io_utils import atomic_write, write_json
-from bngp.run_dir import MANIFEST_FILE, drop_from_run, staging_dir, verify_run
+from bngp.run_dir import MANIFEST_FILE
 
 __all__ = ["PaperAUC", "ExperimentSpec", "Row", "Experiment", "typical_replacement_l2", "format_auc"]
 
@@ -219,20 +219,6 @@ class Experiment:
                           eval_every=budget.eval_every, checkpoint_every=budget.checkpoint_every, seed=self.seed)
         return replace(base, **overrides)
 
-    def _completed(self, run_dir: Path, config: GameConfig) -> bool:
-        """True when ``run_dir`` holds a complete run of ``config`` on this population."""
-        try:
-            verify_run(run_dir)
-        except BNGPError:
-            return False
-        saved = json.loads((run_dir / CONFIG_FILE).read_text())
-        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
-        return (
-            saved.get("config") == json.loads(json.dumps(config.to_dict()))
-            and saved.get("population", {}).get("fingerprint") == population_fingerprint(self.population.genotypes)
-            and summary.get("steps") == config.steps
-        )
-
     @property
     def reused_training_seconds(self) -> float:
         """The own time of the trainings this run reused instead of running (0 when none was reused)."""
@@ -243,17 +229,17 @@ class Experiment:
         config = self.game_config(**overrides)
         run_dir = self.runs_dir / label
         start = time.perf_counter()
-        reused = self._completed(run_dir, config)
-        if reused:
-            self.log(f"{label}: reusing the finished run in {run_dir}")
-            summary = TrainingSummary.load(run_dir / SUMMARY_FILE)
-        else:
-            resume = (staging_dir(run_dir) / CHECKPOINT_FILE).is_file()
-            self.log(f"{label}: training {config.steps} steps{' (resuming its checkpoint)' if resume else ''} -> {run_dir}")
-            game = Game(self.population, self.prior, config, device=self.device)
-            summary = game.train(run_dir, resume=resume, force=True, progress=self.progress)
-            # a finished run is not resumed: keep the defender, drop the checkpoint (1.3 GB at Table 5's paper scale)
-            drop_from_run(run_dir, (CHECKPOINT_FILE,))
+
+        def announce(state: RunState) -> None:
+            if state == "finished":
+                self.log(f"{label}: reusing the finished run in {run_dir}")
+            else:
+                resuming = " (resuming its checkpoint)" if state == "interrupted" else ""
+                self.log(f"{label}: training {config.steps} steps{resuming} -> {run_dir}")
+
+        game = Game(self.population, self.prior, config, device=self.device)
+        summary, state = train_once(game, run_dir, progress=self.progress, announce=announce)
+        reused = state == "finished"
         seconds = time.perf_counter() - start
         check = summary.fresh_attacker_check
         self.trainings[label] = {

@@ -1,6 +1,13 @@
 """Running one cell: train the BNGP defender (BNGP cells), evaluate the defense, audit it (with an
-``audit`` table), retry on failure.  A BNGP cell's finished run directory (less its resumable
-checkpoint) comes back with the result, as bytes, and is kept by :class:`bngp.sweep.store.CellStore`.
+``audit`` table), retry on failure.
+
+A BNGP cell given a run directory of its own (``runs/<key>/`` of the sweep, on the local backend
+and a local Ray runtime) trains there with :func:`bngp.game.train_once`: a run finished by an
+earlier, interrupted attempt of the sweep is reused and an interrupted training resumed from its
+last checkpoint, with the same weights as an uninterrupted run, so a paper-scale sweep can be
+split across sessions.  Without one (a worker of a Ray cluster, whose disk is not the driver's)
+it trains in a temporary directory and its finished run (less its resumable checkpoint) comes
+back with the result, as bytes, kept by :class:`bngp.sweep.store.CellStore`.
 
 :func:`run_cell` is the one task every backend runs, in the caller's process (``local``) or in
 a Ray worker; it always computes on the CPU with one torch/BLAS thread, so that a cell gives
@@ -25,7 +32,7 @@ from bngp.defenses.registry import DefenseContext, parse_defense_spec
 from bngp.defenses.trained import load_run_defense
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.evaluate import evaluate_defense
-from bngp.game import CHECKPOINT_FILE, Game
+from bngp.game import CHECKPOINT_FILE, Game, train_once
 from bngp.mechanism_audit import audit_mechanism
 from bngp.run_dir import drop_from_run
 
@@ -55,18 +62,19 @@ def error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
-def run_cell(cell: Cell, population: Population, retries: int) -> CellResult:
+def run_cell(cell: Cell, population: Population, retries: int, run_dir: Path | None = None) -> CellResult:
     """Run ``cell`` on ``population``, trying again up to ``retries`` times when it raises;
     a cell whose every attempt raised comes back with status "failed" and the last error.
     The run's warnings are recorded in the result (from the training summary and the
-    evaluation's notes), not printed."""
+    evaluation's notes), not printed.  ``run_dir``: where a BNGP cell trains its defender,
+    reused or resumed from there (see the module docstring); None: a temporary directory."""
     started = time.perf_counter()
     error = ""
     for attempt in range(1, retries + 2):
         try:
             with single_threaded(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                outcome = _compute(cell, population)
+                outcome = _compute(cell, population, run_dir)
         except Exception as exc:  # any failure of one cell is recorded, never fatal to the sweep
             error = error_line(exc)
             continue
@@ -74,24 +82,28 @@ def run_cell(cell: Cell, population: Population, retries: int) -> CellResult:
     return CellResult(cell, "failed", retries + 1, time.perf_counter() - started, error=error)
 
 
-def _compute(cell: Cell, population: Population) -> dict:
-    """The outcome fields of :class:`CellResult` of one attempt."""
+def _compute(cell: Cell, population: Population, run_dir: Path | None = None) -> dict:
+    """The outcome fields of :class:`CellResult` of one attempt (``run_dir``: :func:`run_cell`)."""
     members = cell.dataset.members
     prior = UniformSubsetPrior(population.n_individuals, members)
     context = DefenseContext(population, members)
     training, notes, defender_run = None, [], None
     if cell.game is None:
         defense = parse_defense_spec(cell.spec, context)
+    elif run_dir is not None:
+        summary, _ = train_once(Game(population, prior, cell.game), run_dir)
+        defense = load_run_defense(run_dir, context)
     else:
         with tempfile.TemporaryDirectory(prefix="bngp-sweep-") as work:
-            run_dir = Path(work) / "run"
-            summary = Game(population, prior, cell.game).train(run_dir, progress=False)
-            defense = load_run_defense(run_dir, context)  # loaded into memory: the run directory can go
+            temporary = Path(work) / "run"
+            summary = Game(population, prior, cell.game).train(temporary, progress=False)
+            defense = load_run_defense(temporary, context)  # loaded into memory: the run directory can go
             # the finished run without its checkpoint goes back with the result (a Ray worker's disk is not the
             # driver's): the sweep keeps it, so the trained defender can be attacked again (outside checks)
-            drop_from_run(run_dir, (CHECKPOINT_FILE,))
-            defender_run = {str(path.relative_to(run_dir)): path.read_bytes()
-                            for path in sorted(run_dir.rglob("*")) if path.is_file()}
+            drop_from_run(temporary, (CHECKPOINT_FILE,))
+            defender_run = {str(path.relative_to(temporary)): path.read_bytes()
+                            for path in sorted(temporary.rglob("*")) if path.is_file()}
+    if cell.game is not None:
         training = {
             "steps": summary.steps,
             "selected_step": summary.selected["step"] if summary.selected else None,

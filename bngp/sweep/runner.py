@@ -57,7 +57,9 @@ def run_sweep(
     ``"ray"``: one Ray task per cell, on a local runtime of ``workers`` CPUs, or on the cluster
     at ``address``), each retried up to
     ``config.retries`` times, and each stored as soon as it finishes (a BNGP cell's trained
-    defender in ``out_dir/runs/<key>/``).  Then ``frontier.png``,
+    defender in ``out_dir/runs/<key>/``, where it trains, except on a Ray cluster: a rerun after
+    an interruption reuses a finished training there and resumes an interrupted one from its
+    last checkpoint, :func:`bngp.game.train_once`).  Then ``frontier.png``,
     ``sweep.md`` and, last, ``sweep.json`` are written, each atomically.
 
     Args:
@@ -103,7 +105,7 @@ def run_sweep(
     reused = len(results)
     jobs = sorted(((cell, datasets[cell.dataset.name].population) for cell in cells if cell.key not in results),
                   key=_cost_rank)
-    for result in run_cells(jobs, config.retries, backend, address, workers):
+    for result in run_cells(jobs, config.retries, backend, address, workers, store):
         store.save(result)
         record(replace(result, defender_run=None), result.summary())  # its files are on disk now
     ordered = tuple(results[cell.key] for cell in cells)

@@ -3,7 +3,10 @@ trained defender of each BNGP cell in ``DIR/runs/<key>/`` (a ``bngp train`` run 
 resumable checkpoint: ``run:DIR/runs/<key>`` attacks it again, as an outside check does).
 
 A cell whose file holds a successful result is reused by the next run of the sweep; a failed
-cell's file records its error and the cell is run again.
+cell's file records its error and the cell is run again.  A BNGP cell trains in its
+``DIR/runs/<key>/`` (``DIR/runs/<key>.incomplete/`` with its checkpoint until the training is
+finished), so an interrupted cell resumes there (:mod:`bngp.sweep.execute`); on a Ray cluster
+it trains on the worker and the finished run comes back as bytes, written here by :meth:`CellStore.save`.
 """
 
 from __future__ import annotations

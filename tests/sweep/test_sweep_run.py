@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from bngp.cli import main
 from bngp.data.independent import simulate_independent
 from bngp.data.npz import load_population, save_population
@@ -14,7 +16,7 @@ from bngp.defenses import DefenseContext, parse_defense_spec
 from bngp.run_dir import verify_run
 from bngp.sweep import execute, run_sweep
 from bngp.sweep.store import CellStore
-from sweep_helpers import small_config, write_config
+from sweep_helpers import records_without_timing, small_config, write_config
 
 
 def test_merged_outputs_hold_every_cell(local_sweep):
@@ -64,11 +66,11 @@ def test_failed_cells_are_retried_and_reported(sweep_population, tmp_path, monke
     calls: dict[float, int] = {}
     compute = execute._compute
 
-    def flaky(cell, population):
+    def flaky(cell, population, run_dir=None):
         calls[cell.parameter] = calls.get(cell.parameter, 0) + 1
         if cell.parameter == 1.0 or calls[cell.parameter] == 1:
             raise RuntimeError(f"boom at eps {cell.parameter:g}\nsecond line")
-        return compute(cell, population)
+        return compute(cell, population, run_dir)
 
     monkeypatch.setattr(execute, "_compute", flaky)
     config = small_config(sweep_population, defenses=["laplace"], kappa=None, eps=[1.0, 10.0], game=None)
@@ -116,7 +118,7 @@ def test_cells_run_cheapest_first_and_merge_in_grid_order(sweep_population, tmp_
     save_population(simulate_independent(20, 20, 80, seed=1), larger)
     order: list[tuple[str, str]] = []
 
-    def record(cell, population):
+    def record(cell, population, run_dir=None):
         order.append((cell.dataset.name, cell.family))
         raise RuntimeError("recorded")
 
@@ -147,3 +149,46 @@ def test_bngp_cells_keep_their_trained_defender(local_sweep, sweep_population):
         assert defense.describe()["name"] and manifest["config"]["kappa"] == cell_result.cell.parameter
     payload = json.loads(result.json_path.read_text())
     assert all("defender_run" not in record for record in payload["results"])
+
+
+def test_an_interrupted_bngp_cell_resumes_its_training(sweep_population, tmp_path, monkeypatch):
+    """A sweep killed during a BNGP cell's training leaves the training's checkpoint in
+    runs/<key>.incomplete/; the rerun resumes it (only the steps after the checkpoint are trained)
+    and gives the record of an uninterrupted sweep; a run finished before the cell's evaluation
+    was interrupted is reused without training."""
+    from bngp.game import Game
+    from bngp.run_dir import staging_dir
+
+    config = small_config(sweep_population, defenses=["bngp"], kappa=[0.5], attacks=["lrt"],
+                          game={"steps": 6, "checkpoint_every": 2, "fresh_check_steps": 4})
+    del config["eps"]
+    whole = run_sweep(config, tmp_path / "whole", progress=False)
+    original = Game.training_step
+    steps: list[int] = []
+
+    def training_step(self):
+        if interrupt and self.step + 1 == 5:
+            raise KeyboardInterrupt  # not an Exception: the sweep stops, as on a kill
+        steps.append(self.step + 1)
+        return original(self)
+
+    monkeypatch.setattr(Game, "training_step", training_step)
+    interrupt = True
+    out = tmp_path / "split"
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(config, out, progress=False)
+    (cell,) = [result.cell for result in whole.cells]
+    run = CellStore(out / "cells").run_path(cell)
+    assert steps == [1, 2, 3, 4] and (staging_dir(run) / "checkpoint.pt").is_file() and not run.exists()
+    interrupt, steps[:] = False, []
+    resumed = run_sweep(config, out, progress=False)
+    assert steps == [5, 6] and resumed.computed == 1
+    assert records_without_timing(json.loads(resumed.json_path.read_text())) == \
+        records_without_timing(json.loads(whole.json_path.read_text()))
+    assert set(verify_run(run)["dropped"]) == {"checkpoint.pt"}
+    # a training finished before an interrupted evaluation: the cell's file is gone, the run is reused
+    (out / "cells" / f"{cell.key}.json").unlink()
+    again = run_sweep(config, out, progress=False)
+    assert steps == [5, 6] and again.computed == 1
+    assert records_without_timing(json.loads(again.json_path.read_text())) == \
+        records_without_timing(json.loads(whole.json_path.read_text()))
