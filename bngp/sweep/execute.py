@@ -32,9 +32,8 @@ from bngp.defenses.registry import DefenseContext, parse_defense_spec
 from bngp.defenses.trained import load_run_defense
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.evaluate import evaluate_defense
-from bngp.game import CHECKPOINT_FILE, Game, train_once
+from bngp.game import Game, train_once
 from bngp.mechanism_audit import audit_mechanism
-from bngp.run_dir import drop_from_run
 
 from .cells import Cell
 from .config import AuditSpec
@@ -82,6 +81,16 @@ def run_cell(cell: Cell, population: Population, retries: int, run_dir: Path | N
     return CellResult(cell, "failed", retries + 1, time.perf_counter() - started, error=error)
 
 
+@contextmanager
+def _training_dir(run_dir: Path | None) -> Iterator[Path]:
+    """``run_dir`` itself, or a run directory in a temporary folder removed afterwards when None."""
+    if run_dir is not None:
+        yield run_dir
+        return
+    with tempfile.TemporaryDirectory(prefix="bngp-sweep-") as work:
+        yield Path(work) / "run"
+
+
 def _compute(cell: Cell, population: Population, run_dir: Path | None = None) -> dict:
     """The outcome fields of :class:`CellResult` of one attempt (``run_dir``: :func:`run_cell`)."""
     members = cell.dataset.members
@@ -90,20 +99,15 @@ def _compute(cell: Cell, population: Population, run_dir: Path | None = None) ->
     training, notes, defender_run = None, [], None
     if cell.game is None:
         defense = parse_defense_spec(cell.spec, context)
-    elif run_dir is not None:
-        summary, _ = train_once(Game(population, prior, cell.game), run_dir)
-        defense = load_run_defense(run_dir, context)
     else:
-        with tempfile.TemporaryDirectory(prefix="bngp-sweep-") as work:
-            temporary = Path(work) / "run"
-            summary = Game(population, prior, cell.game).train(temporary, progress=False)
-            defense = load_run_defense(temporary, context)  # loaded into memory: the run directory can go
-            # the finished run without its checkpoint goes back with the result (a Ray worker's disk is not the
-            # driver's): the sweep keeps it, so the trained defender can be attacked again (outside checks)
-            drop_from_run(temporary, (CHECKPOINT_FILE,))
-            defender_run = {str(path.relative_to(temporary)): path.read_bytes()
-                            for path in sorted(temporary.rglob("*")) if path.is_file()}
-    if cell.game is not None:
+        with _training_dir(run_dir) as directory:
+            summary, _ = train_once(Game(population, prior, cell.game), directory)
+            defense = load_run_defense(directory, context)  # loaded into memory: a temporary directory can go
+            if run_dir is None:
+                # the finished run (less its checkpoint) goes back with the result (a Ray worker's disk is not the
+                # driver's): the sweep keeps it, so the trained defender can be attacked again (outside checks)
+                defender_run = {str(path.relative_to(directory)): path.read_bytes()
+                                for path in sorted(directory.rglob("*")) if path.is_file()}
         training = {
             "steps": summary.steps,
             "selected_step": summary.selected["step"] if summary.selected else None,
