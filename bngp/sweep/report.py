@@ -47,10 +47,10 @@ def _audit_text(audit: dict[str, Any]) -> str:
             f"with confidence {audit['confidence']:g}, any claimed eps below it is refuted.")
 
 
-def sweep_markdown(payload: dict[str, Any]) -> str:
+def sweep_markdown(payload: dict[str, Any], *, plot: bool = True) -> str:
     """``sweep.md``: the counts, one table per dataset (each attack's AUC, the strongest attack,
     the utility loss and, with an ``audit``, the audited eps lower bound), the failed cells with
-    their errors, and the frontier plot."""
+    their errors, and (unless ``plot`` is False, for a report that shows it itself) the frontier plot."""
     records = payload["results"]
     attacks = list(dict.fromkeys(name for record in records for name in record["auc"]))
     audit = payload["config"].get("audit")
@@ -58,10 +58,11 @@ def sweep_markdown(payload: dict[str, Any]) -> str:
         "# Sweep",
         "",
         f"{payload['cells']} cells: {payload['computed']} computed, {payload['reused']} reused, "
-        f"{payload['failed']} failed ({payload['backend']} backend, {payload['seconds']:.1f} s).",
-        "",
-        f"![frontier]({payload['frontier_plot']})",
+        f"{payload['failed']} failed ({payload['backend']} backend, {payload['seconds']:.1f} s; the column "
+        "`seconds` gives each cell's time in the run that computed it).",
     ]
+    if plot:
+        lines += ["", f"![frontier]({payload['frontier_plot']})"]
     if audit is not None:
         lines += ["", _audit_text(audit)]
     extra = ["audited eps lb"] if audit is not None else []

@@ -113,6 +113,7 @@ class SweepResult:
         cells: every cell's result, in grid order (:func:`bngp.sweep.cells.plan_cells`).
         computed: cells run by this call.
         reused: cells whose stored result was reused.
+        reused_seconds: the seconds those reused cells took in the runs that computed them.
         backend: "local" or "ray".
         seconds: wall seconds of the call.
         out_dir: the output directory.
@@ -122,6 +123,7 @@ class SweepResult:
     cells: tuple[CellResult, ...]
     computed: int
     reused: int
+    reused_seconds: float
     backend: str
     seconds: float
     out_dir: Path

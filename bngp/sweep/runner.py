@@ -103,6 +103,7 @@ def run_sweep(
         if stored is not None:
             record(stored, "reused")
     reused = len(results)
+    reused_seconds = sum(result.seconds for result in results.values())
     jobs = sorted(((cell, datasets[cell.dataset.name].population) for cell in cells if cell.key not in results),
                   key=_cost_rank)
     for result in run_cells(jobs, config.retries, backend, address, workers, store):
@@ -114,4 +115,5 @@ def run_sweep(
                             seconds=time.perf_counter() - started, plot=plot.name)
     markdown = write_text(out / MARKDOWN_FILE, sweep_markdown(payload))
     merged = write_json(out / JSON_FILE, payload)
-    return SweepResult(ordered, len(jobs), reused, backend, payload["seconds"], out, merged, markdown, plot)
+    return SweepResult(ordered, len(jobs), reused, reused_seconds, backend, payload["seconds"], out, merged, markdown,
+                       plot)

@@ -23,7 +23,7 @@ def test_merged_outputs_hold_every_cell(local_sweep):
     config, result = local_sweep
     payload = json.loads(result.json_path.read_text())
     assert payload["cells"] == len(payload["results"]) == len(result.cells) == 3 and payload["failed"] == 0
-    assert (result.computed, result.reused, result.failed) == (3, 0, ())
+    assert (result.computed, result.reused, result.reused_seconds, result.failed) == (3, 0, 0, ())
     specs = [record["spec"] for record in payload["results"]]
     assert specs == ["bngp:kappa=0.5", "bngp:kappa=5.0", "laplace:epsilon=10.0"]
     for record in payload["results"]:
@@ -53,6 +53,7 @@ def test_rerun_reuses_every_cell(local_sweep):
     before = {path.name: path.stat().st_mtime_ns for path in cells}
     again = run_sweep(config, first.out_dir, progress=False)
     assert (again.reused, again.computed) == (3, 0)
+    assert again.reused_seconds == sum(cell.seconds for cell in first.cells)  # the runs that computed them
     assert {path.name: path.stat().st_mtime_ns for path in cells} == before  # no cell recomputed or rewritten
     payload = json.loads(again.json_path.read_text())
     assert payload["reused"] == 3 and payload["computed"] == 0
