@@ -10,6 +10,9 @@ fitted on thousands of shadow releases.  Only the releases themselves come from 
     python experiments/outside_ridge.py --population POP.npz --members N --defense SPEC \\
         --shadow 8000 --seed 0 --out outside.json
 
+``--shadow 2000 4000 8000 16000`` fits it on growing prefixes of the same shadow releases (same
+validation and test releases) and records the learning curve.
+
 The AUC is the mean over test releases of the per-release AUC (scikit-learn's roc_auc_score).
 Memberships are drawn n of K uniformly, so every individual's prior mean is n / K: the map has
 no per-individual intercept (the shadow mean membership would only add sampling noise to the
@@ -93,14 +96,24 @@ def outside_ridge(
 def attack_defense(population, prior, defense, *, shadow: int, validation: int, test: int, seed: int) -> dict:
     """Simulate shadow + validation + test releases of ``defense`` with the product's simulator
     (the releases an evaluation sees; memberships n of K uniformly) and run :func:`outside_ridge`."""
+    return learning_curve(population, prior, defense, shadows=(shadow,), validation=validation, test=test,
+                          seed=seed)[-1]
+
+
+def learning_curve(population, prior, defense, *, shadows: tuple[int, ...], validation: int, test: int,
+                   seed: int) -> list[dict]:
+    """:func:`outside_ridge` fitted on the first n shadow releases for every n in ``shadows``
+    (increasing), with the same validation and test releases: does more shadow data still raise
+    the outside ridge's AUC?"""
     from bngp.attacks.base import release_simulator
     from bngp.release.sampling import release_mechanism
 
     simulate = release_simulator(release_mechanism(population.genotypes, defense.composition), prior, defense)
-    x, b = simulate(shadow + validation + test, 10_007 + seed)
+    largest = shadows[-1]
+    x, b = simulate(largest + validation + test, 10_007 + seed)
     b = b.astype(np.float64)
-    n, v = shadow, shadow + validation
-    return outside_ridge(x[:n], b[:n], x[n:v], b[n:v], x[v:], b[v:])
+    v = largest + validation
+    return [outside_ridge(x[:n], b[:n], x[largest:v], b[largest:v], x[v:], b[v:]) for n in shadows]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--population", required=True)
     parser.add_argument("--members", type=int, required=True)
     parser.add_argument("--defense", required=True)
-    parser.add_argument("--shadow", type=int, default=8000)
+    parser.add_argument("--shadow", type=int, nargs="+", default=[8000],
+                        help="shadow releases; several (increasing) give the learning curve on the same draws")
     parser.add_argument("--validation", type=int, default=500)
     parser.add_argument("--test", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
@@ -120,14 +134,27 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     population, prior = load_population_and_prior(args.population, args.members)
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
-    result = attack_defense(population, prior, defense, shadow=args.shadow, validation=args.validation, test=args.test,
-                            seed=args.seed)
-    result.update({"defense": args.defense, "seed": args.seed, "seconds": time.perf_counter() - started})
+    shadows = tuple(args.shadow)
+    if any(n < 2 for n in shadows) or list(shadows) != sorted(set(shadows)):
+        parser.error("--shadow: increasing counts of at least 2")
+    curve = learning_curve(population, prior, defense, shadows=shadows, validation=args.validation, test=args.test,
+                           seed=args.seed)
+    result = dict(curve[-1])
+    if len(curve) > 1:
+        result["learning_curve"] = [{"shadow_releases": point["shadow_releases"], "auc": point["auc"],
+                                     "validation_auc": point["validation_auc"], "penalty": point["penalty"]}
+                                    for point in curve]
+    from bngp.reproduce.report import REFERENCE_MATMUL
+    from bngp.timing import matmul_flops
+
+    result.update({"defense": args.defense, "seed": args.seed, "seconds": time.perf_counter() - started,
+                   "matmul_flops_float32": matmul_flops(*REFERENCE_MATMUL)})  # the seconds' reference, same run
     text = json.dumps(result, indent=2)
     if args.out:
         with open(args.out, "w") as handle:
             handle.write(text + "\n")
-    print(json.dumps({k: result[k] for k in ("defense", "auc", "penalty", "shadow_releases", "seconds")}))
+    print(json.dumps({k: result[k] for k in ("defense", "auc", "penalty", "shadow_releases", "seconds",
+                                              "matmul_flops_float32")}))
     return 0
 
 

@@ -64,3 +64,28 @@ def test_constant_and_noiseless_releases():
     assert outside_ridge(*wide[0], *wide[1], *wide[2])["auc"] == 0.5
     exact = [_releases(n, rng, signal, 0.0) for n in (100, 60, 40)]
     assert outside_ridge(*exact[0], *exact[1], *exact[2])["auc"] == 1.0
+
+
+def test_the_learning_curve_fits_growing_prefixes_of_the_same_draws(tmp_path, capsys):
+    """``--shadow 100 200``: the last point is the single fit on 200 shadow releases (same draws,
+    same validation and test releases), every point records its size, and the counts must grow."""
+    import json
+
+    import outside_ridge as script
+
+    from bngp.data import simulate_independent
+    from bngp.data.npz import save_population
+
+    population = tmp_path / "pop.npz"
+    save_population(simulate_independent(40, 20, 60, seed=0), population)
+    common = ["--population", str(population), "--members", "20", "--defense", "laplace:epsilon=300",
+              "--validation", "40", "--test", "20", "--seed", "3"]
+    assert script.main([*common, "--shadow", "200", "--out", str(tmp_path / "one.json")]) == 0
+    assert script.main([*common, "--shadow", "100", "200", "--out", str(tmp_path / "curve.json")]) == 0
+    one, curve = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "curve.json"))
+    assert [point["shadow_releases"] for point in curve["learning_curve"]] == [100, 200]
+    assert curve["learning_curve"][-1]["auc"] == curve["auc"] == one["auc"] and curve["penalty"] == one["penalty"]
+    assert "learning_curve" not in one and one["matmul_flops_float32"] > 0
+    with pytest.raises(SystemExit) as raised:
+        script.main([*common, "--shadow", "200", "100"])
+    assert raised.value.code == 2 and "increasing" in capsys.readouterr().err
