@@ -130,13 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from bngp.cli.common import load_population_and_prior
     from bngp.defenses.registry import DefenseContext, parse_defense_spec
+    from bngp.reproduce.report import REFERENCE_MATMUL
+    from bngp.timing import matmul_flops
 
+    shadows = tuple(args.shadow)
+    if any(n < 2 for n in shadows) or list(shadows) != sorted(set(shadows)):
+        parser.error("--shadow: increasing counts of at least 2")  # before any loading or simulation
     started = time.perf_counter()
     population, prior = load_population_and_prior(args.population, args.members)
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
-    shadows = tuple(args.shadow)
-    if any(n < 2 for n in shadows) or list(shadows) != sorted(set(shadows)):
-        parser.error("--shadow: increasing counts of at least 2")
     curve = learning_curve(population, prior, defense, shadows=shadows, validation=args.validation, test=args.test,
                            seed=args.seed)
     result = dict(curve[-1])
@@ -144,9 +146,6 @@ def main(argv: list[str] | None = None) -> int:
         result["learning_curve"] = [{"shadow_releases": point["shadow_releases"], "auc": point["auc"],
                                      "validation_auc": point["validation_auc"], "penalty": point["penalty"]}
                                     for point in curve]
-    from bngp.reproduce.report import REFERENCE_MATMUL
-    from bngp.timing import matmul_flops
-
     result.update({"defense": args.defense, "seed": args.seed, "seconds": time.perf_counter() - started,
                    "matmul_flops_float32": matmul_flops(*REFERENCE_MATMUL)})  # the seconds' reference, same run
     text = json.dumps(result, indent=2)

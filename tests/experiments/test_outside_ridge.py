@@ -86,6 +86,7 @@ def test_the_learning_curve_fits_growing_prefixes_of_the_same_draws(tmp_path, ca
     assert [point["shadow_releases"] for point in curve["learning_curve"]] == [100, 200]
     assert curve["learning_curve"][-1]["auc"] == curve["auc"] == one["auc"] and curve["penalty"] == one["penalty"]
     assert "learning_curve" not in one and one["matmul_flops_float32"] > 0
-    with pytest.raises(SystemExit) as raised:
-        script.main([*common, "--shadow", "200", "100"])
+    missing = [str(tmp_path / "missing.npz") if arg == str(population) else arg for arg in common]
+    with pytest.raises(SystemExit) as raised:  # refused before the population is read
+        script.main([*missing, "--shadow", "200", "100"])
     assert raised.value.code == 2 and "increasing" in capsys.readouterr().err
