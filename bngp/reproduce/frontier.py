@@ -27,7 +27,7 @@ from bngp.data.npz import save_population
 from bngp.io_utils import write_json, write_text
 from bngp.reproduce.catalog import ADULT, GENOME
 from bngp.reproduce.datasets import make_population
-from bngp.reproduce.report import REFERENCE_MATMUL, ReproductionResult, environment
+from bngp.reproduce.report import REFERENCE_MATMUL, ReproductionResult, environment, reused_text
 from bngp.timing import matmul_flops, peak_rss_bytes
 from bngp.reproduce.scales import Budget, Sizes
 from bngp.run_dir import commit_run, staging_dir
@@ -85,10 +85,8 @@ def _markdown(scale: str, seed: int, grid: FrontierGrid, budget: Budget, wall: f
         f"`bngp reproduce frontier --scale {scale} --seed {seed}`: {sizes}; kappa {list(grid.kappa)}, eps {list(grid.eps)}; "
         f"{budget.steps} defender steps, {budget.releases} evaluation releases, {grid.audit_mode} audits with {grid.canaries} "
         f"canaries{f', {grid.audit_runs} runs' if grid.audit_runs else ''} (attack `score`, confidence 0.95). "
-        f"Wall time {wall:.1f} s"
-        f"{f' ({wall + reused_seconds:.1f} s with the {reused_seconds:.1f} s of the cells it reused)' if reused_seconds else ''}"
-        f" at a float32 matmul throughput of {matmul / 1e9:.1f} GFLOP/s measured in the same run, peak memory "
-        f"{peak / 2**30:.2f} GiB (this run's process).",
+        f"Wall time {wall:.1f} s{reused_text(wall, reused_seconds, 'cells')} at a float32 matmul throughput of "
+        f"{matmul / 1e9:.1f} GFLOP/s measured in the same run, peak memory {peak / 2**30:.2f} GiB (this run's process).",
         "",
     ]
     if scale == "quick":

@@ -37,7 +37,7 @@ from bngp.run_dir import MANIFEST_FILE, commit_run, staging_dir
 from bngp.timing import matmul_flops, peak_rss_bytes
 
 __all__ = ["ReproductionResult", "write_report", "write_index", "environment", "peak_rss_bytes", "differing_rows",
-           "collapsed_defenders"]
+           "collapsed_defenders", "reused_text"]
 
 #: packages whose versions every result records.
 _PACKAGES = ("bngp", "torch", "numpy", "scipy", "scikit-learn", "msprime", "stdpopsim", "tskit", "matplotlib")
@@ -165,9 +165,9 @@ def _direction(row: Row) -> str:
     return "raw" if row.orientation == 1 else "flipped (its shadow data showed members score lower)"
 
 
-def _reused_text(experiment: Experiment, wall: float) -> str:
-    reused = experiment.reused_training_seconds
-    return "" if reused == 0 else f" ({wall + reused:.1f} s with the {reused:.1f} s of the trainings it reused)"
+def reused_text(wall: float, reused: float, what: str = "trainings") -> str:
+    """" (W s with the R s of the WHAT it reused)" after a wall time, or "" when nothing was reused."""
+    return "" if reused == 0 else f" ({wall + reused:.1f} s with the {reused:.1f} s of the {what} it reused)"
 
 
 def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> str:
@@ -181,7 +181,7 @@ def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> s
         f"`bngp reproduce {spec.name} --scale {experiment.scale} --seed {experiment.seed}`: {spec.dataset} "
         f"({experiment.sizes.describe()}); {budget.steps} defender steps, Bayesian attacker "
         f"{budget.attacker_eval_steps} steps, {budget.releases} evaluation releases. Wall time {wall:.1f} s"
-        f"{_reused_text(experiment, wall)} at a float32 matmul throughput of {matmul / 1e9:.1f} GFLOP/s measured "
+        f"{reused_text(wall, experiment.reused_training_seconds)} at a float32 matmul throughput of {matmul / 1e9:.1f} GFLOP/s measured "
         f"in the same run, peak memory {peak / 2**30:.2f} GiB.",
         "",
     ]
