@@ -13,6 +13,12 @@ path spanning the whole spectrum, and shadow releases are doubled until that AUC
 rising; the learning curve is part of the attack's report (:meth:`LinearAttack.describe`).
 Like the paper's Bayesian attacker they have one output per known individual, so they score
 the individuals of the population; they are linear in x, hence differentiable.
+
+A composed release (c copies of f(D), App. L.6) is read natively: by default the copies are
+pooled into one |Q|-wide estimate of f(D) on shadow releases and the map is fitted on it
+(:mod:`bngp.attacks.pooling`), so the learning curve is that of a |Q|-wide release and reaches
+convergence within the float budget where a c |Q|-wide map cannot; ``pool_copies=False`` fits
+the whole release.
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ import numpy as np
 import torch
 
 from .base import AttackKnowledge, TorchAttack
-from .inputs import PopulationIndex, check_binary_panel
+from .inputs import (
+    PopulationIndex,
+    check_binary_panel,
+    check_releases,
+    check_releases_torch,
+    check_targets,
+    check_targets_torch,
+)
+from .pooling import POOLING_RELEASES, CopyPooling, pooled_sampler
 from .registry import register_attack
 from .shadow import shadow_sampler, simulated_shadow
 from bngp.ridge import (
@@ -37,6 +51,8 @@ from bngp.ridge import (
     fit_whitened,
     max_shadow_releases,
 )
+from bngp.release.sampling import release_mechanism
+from bngp.errors import InputError
 from bngp.rng import spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
 
@@ -58,15 +74,21 @@ class LinearAttack(TorchAttack):
         tolerance: AUC gain below which more shadow releases are not drawn.
         n_calibration_releases: held-out simulated releases for direction and threshold.
         alpha: target false-positive rate of the threshold on the held-out releases.
+        pool_copies: on a composed release (c copies of f(D)), fit on the copies pooled by the
+            least-squares combination that best reconstructs f(D) (:mod:`bngp.attacks.pooling`):
+            a |Q|-wide map, converged on about c times fewer shadow releases than one fitted on
+            the whole c |Q|-wide release (``False``).  A single release is never pooled.
     """
 
     requires: ClassVar[frozenset[str]] = frozenset({"population", "simulate"})
+    reads_composed_release: ClassVar[bool] = True
     knowledge_statement: ClassVar[str] = (
         "Knows the population and can simulate releases against the defense (and the membership prior, when "
         "given, as the intercept): a ridge regression from the "
         "release to the membership vector on simulated releases, penalty chosen by validation AUC over the "
         "whole singular-value spectrum, shadow releases doubled until the validation AUC levels off; "
-        "direction and threshold (false-positive rate alpha) from held-out simulated releases."
+        "direction and threshold (false-positive rate alpha) from held-out simulated releases; on a composed "
+        "release the copies of f(D) are first pooled by their least-squares reconstruction of f(D)."
     )
     #: the closed-form fit: (releases, memberships, validation) -> LinearFit.
     _fit_function = staticmethod(fit_ridge)
@@ -79,6 +101,7 @@ class LinearAttack(TorchAttack):
         tolerance: float = 0.005,
         n_calibration_releases: int = 20,
         alpha: float = 0.05,
+        pool_copies: bool = True,
     ) -> None:
         self.n_shadow_releases = (
             None if n_shadow_releases is None else check_positive_int("n_shadow_releases", n_shadow_releases, minimum=3)
@@ -90,6 +113,8 @@ class LinearAttack(TorchAttack):
         self.tolerance = check_in_open_interval("tolerance", tolerance, 0.0, 1.0)
         self.n_calibration_releases = check_positive_int("n_calibration_releases", n_calibration_releases)
         self.alpha = check_in_open_interval("alpha", alpha, 0.0, 1.0)
+        self.pool_copies = bool(pool_copies)
+        self.pooling_: CopyPooling | None = None
         self.fit_: LinearFit | None = None
         self.learning_curve_: LearningCurve | None = None
 
@@ -99,19 +124,29 @@ class LinearAttack(TorchAttack):
         self.population_index_ = PopulationIndex(population)
         train_seed, calibration_seed = spawn_seeds(seed, 2)
         sample = shadow_sampler(knowledge, train_seed)
+        width = self.release_width_ = population.shape[1] * knowledge.composition
+        self.pooling_ = None
+        if self.pool_copies and knowledge.composition > 1:
+            releases, memberships = sample(POOLING_RELEASES)
+            statistic = release_mechanism(population).statistic(memberships.to(torch.float32))
+            self.pooling_ = CopyPooling.estimate(releases, statistic, knowledge.composition)
+            del releases, memberships, statistic
+            sample = pooled_sampler(sample, self.pooling_)
+            width = population.shape[1]
         validation = sample(self.validation_releases)
         fit_function = partial(self._fit_function, prior_mean=knowledge.membership_prior)
         if self.n_shadow_releases is not None:
             x, b = sample(self.n_shadow_releases)
-            self.fit_ = fit_function(x, b, validation)
-            self.learning_curve_ = LearningCurve((self.fit_.releases,), (self.fit_.score,), False, self.tolerance)
+            fit = fit_function(x, b, validation)
+            self.learning_curve_ = LearningCurve((fit.releases,), (fit.score,), False, self.tolerance)
         else:
-            start = default_shadow_releases(*population.shape)
-            maximum = self.max_shadow_releases or max_shadow_releases(*population.shape)
-            self.fit_, self.learning_curve_ = fit_converged(
+            start = default_shadow_releases(population.shape[0], width)
+            maximum = self.max_shadow_releases or max_shadow_releases(population.shape[0], width)
+            fit, self.learning_curve_ = fit_converged(
                 fit_function, sample, start=min(start, maximum), maximum=maximum, validation=validation,
                 tolerance=self.tolerance,
             )
+        self.fit_ = fit if self.pooling_ is None else self.pooling_.expand(fit)
         calibration = simulated_shadow(knowledge, self.n_calibration_releases, calibration_seed)
         self._calibrate(
             self._raw_numpy(calibration.targets, calibration.releases),
@@ -119,6 +154,18 @@ class LinearAttack(TorchAttack):
             alpha=self.alpha,
             source=calibration.source,
         )
+
+    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
+        """Scores (R, n) of targets (n, |Q|) against releases of c |Q| outputs (c copies of f(D))."""
+        targets = check_targets(targets, self._check_fitted())
+        releases = check_releases(releases)
+        if releases.shape[1] != self.release_width_:
+            raise InputError(f"`releases` must have {self.release_width_} columns (the defense's release), got {releases.shape[1]}.")
+        return self.orientation_ * self._raw_numpy(targets, releases)
+
+    def score_torch(self, targets: torch.Tensor, releases: torch.Tensor) -> torch.Tensor:
+        targets = check_targets_torch(targets, self._check_fitted())
+        return self.orientation_ * self._raw_torch(targets, check_releases_torch(releases, self.release_width_))
 
     def predict(self, releases: torch.Tensor) -> torch.Tensor:
         """b_hat(x) for each release, shape (R, K), differentiable in the releases."""
@@ -136,6 +183,8 @@ class LinearAttack(TorchAttack):
         if self.fit_ is not None:
             record["fit"] = self.fit_.describe()
             record["learning_curve"] = self.learning_curve_.to_dict()
+        if getattr(self, "pooling_", None) is not None:
+            record["pooling"] = self.pooling_.to_dict()
         return record
 
 
@@ -152,6 +201,7 @@ class WhitenedAttack(LinearAttack):
         "individual (mean release of datasets with vs without it, regressed jointly) whitened by the shrunk "
         "covariance of the defense's noise, estimated from simulated releases (shrinkage and penalty by "
         "validation AUC, shadow releases doubled until it levels off); direction and threshold from held-out "
-        "simulated releases."
+        "simulated releases; on a composed release the copies of f(D) are first pooled by their least-squares "
+        "reconstruction of f(D)."
     )
     _fit_function = staticmethod(fit_whitened)
