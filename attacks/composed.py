@@ -16,7 +16,8 @@ attribute are perfectly linked, which attacks assuming independent SNVs (score, 
 LRTs) do not model; their scores stay valid test statistics (the bounds hold for any score
 fitted independently of the audited releases), possibly weaker than an attack that models the
 repeats.  The Bayesian attacker reads a release of any width natively, with one inversion
-block per copy (:func:`bngp.attacks.network.block_inversion_head`), and is not tiled.
+block per copy (:func:`bngp.attacks.network.block_inversion_head`), and so do the linear
+attackers, which pool the copies first (:mod:`bngp.attacks.pooling`); they are not tiled.
 """
 
 from __future__ import annotations
