@@ -280,15 +280,24 @@ class TorchAttack(Attack):
             raise InputError(f"attack `{self.name}` must be fitted before scoring (call fit).")
         return self.n_attributes_
 
+    def _release_width(self, n_attributes: int) -> int:
+        """Columns of a release this attack scores: |Q| (an attack that reads a composed release of
+        c copies of f(D) natively returns c |Q|)."""
+        return n_attributes
+
     def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
         n_attributes = self._check_fitted()
         targets = check_targets(targets, n_attributes)
         releases = check_releases(releases)
-        check_pair(targets, releases)
+        width = self._release_width(n_attributes)
+        if width == n_attributes:
+            check_pair(targets, releases)
+        elif releases.shape[1] != width:
+            raise InputError(f"`releases` must have {width} columns (the defense's release), got {releases.shape[1]}.")
         return self.orientation_ * self._raw_numpy(targets, releases)
 
     def score_torch(self, targets: torch.Tensor, releases: torch.Tensor) -> torch.Tensor:
         n_attributes = self._check_fitted()
         targets = check_targets_torch(targets, n_attributes)
-        releases = check_releases_torch(releases, n_attributes)
+        releases = check_releases_torch(releases, self._release_width(n_attributes))
         return self.orientation_ * self._raw_torch(targets, releases)

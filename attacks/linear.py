@@ -30,14 +30,7 @@ import numpy as np
 import torch
 
 from .base import AttackKnowledge, TorchAttack
-from .inputs import (
-    PopulationIndex,
-    check_binary_panel,
-    check_releases,
-    check_releases_torch,
-    check_targets,
-    check_targets_torch,
-)
+from .inputs import PopulationIndex, check_binary_panel
 from .pooling import POOLING_RELEASES, CopyPooling, pooled_sampler
 from .registry import register_attack
 from .shadow import shadow_sampler, simulated_shadow
@@ -52,7 +45,6 @@ from bngp.ridge import (
     max_shadow_releases,
 )
 from bngp.release.sampling import release_mechanism
-from bngp.errors import InputError
 from bngp.rng import spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
 
@@ -115,6 +107,7 @@ class LinearAttack(TorchAttack):
         self.alpha = check_in_open_interval("alpha", alpha, 0.0, 1.0)
         self.pool_copies = bool(pool_copies)
         self.pooling_: CopyPooling | None = None
+        self.release_width_: int | None = None
         self.fit_: LinearFit | None = None
         self.learning_curve_: LearningCurve | None = None
 
@@ -155,17 +148,8 @@ class LinearAttack(TorchAttack):
             source=calibration.source,
         )
 
-    def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
-        """Scores (R, n) of targets (n, |Q|) against releases of c |Q| outputs (c copies of f(D))."""
-        targets = check_targets(targets, self._check_fitted())
-        releases = check_releases(releases)
-        if releases.shape[1] != self.release_width_:
-            raise InputError(f"`releases` must have {self.release_width_} columns (the defense's release), got {releases.shape[1]}.")
-        return self.orientation_ * self._raw_numpy(targets, releases)
-
-    def score_torch(self, targets: torch.Tensor, releases: torch.Tensor) -> torch.Tensor:
-        targets = check_targets_torch(targets, self._check_fitted())
-        return self.orientation_ * self._raw_torch(targets, check_releases_torch(releases, self.release_width_))
+    def _release_width(self, n_attributes: int) -> int:
+        return self.release_width_
 
     def predict(self, releases: torch.Tensor) -> torch.Tensor:
         """b_hat(x) for each release, shape (R, K), differentiable in the releases."""
@@ -183,7 +167,7 @@ class LinearAttack(TorchAttack):
         if self.fit_ is not None:
             record["fit"] = self.fit_.describe()
             record["learning_curve"] = self.learning_curve_.to_dict()
-        if getattr(self, "pooling_", None) is not None:
+        if self.pooling_ is not None:
             record["pooling"] = self.pooling_.to_dict()
         return record
 
