@@ -10,11 +10,13 @@ vectorised over every distinct score threshold, so outlier scores never break a 
 - (sigma, gamma) Bayes-weighted membership advantage max_t [(1 - gamma) TPR - gamma FPR]
   (paper eq. 3, Proposition 1);
 - BGP risk: the held-out cross-entropy of the attacker's probabilities (Lemma 3: the
-  minimal expected CEL equals the conditional entropy H(B | X)).
+  minimal expected CEL equals the conditional entropy H(B | X));
+- whether an attacker's learning curve (validation AUC by shadow releases) has levelled off.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -34,6 +36,7 @@ __all__ = [
     "MembershipMetrics",
     "membership_metrics",
     "release_aucs",
+    "levelled_off",
     "DEFAULT_FPRS",
 ]
 
@@ -240,3 +243,13 @@ def membership_metrics(
         bayes_weighted_advantage=bayes_weighted_advantage(scores, labels, gamma),
         gamma=gamma,
     )
+
+
+def levelled_off(releases: tuple[int, ...] | list[int], auc: tuple[float, ...] | list[float], tolerance: float) -> bool:
+    """Whether a learning curve's last step gained less than ``tolerance`` per doubling of shadow
+    releases: AUC_last - AUC_prev < tolerance * log2(R_last / R_prev).  A last step shorter than a
+    doubling (20,000 to the cap 26,843) must gain proportionally less: the same gain over a third
+    of a doubling is a curve still rising at about three times the tolerance per doubling."""
+    if len(releases) < 2 or releases[-1] <= releases[-2]:
+        return False
+    return auc[-1] - auc[-2] < tolerance * math.log2(releases[-1] / releases[-2])

@@ -14,7 +14,7 @@ import numpy as np
 
 from bngp.errors import InputError
 from bngp.io_utils import atomic_write
-from bngp.metrics import roc_curve
+from bngp.metrics import levelled_off, roc_curve
 
 __all__ = ["plot_roc", "plot_learning_curves", "convergence_lines", "training_curve_text", "evaluation_markdown", "plot_tradeoff", "audit_markdown", "save_png"]
 
@@ -51,6 +51,12 @@ def plot_roc(
     return save_png(figure, path)
 
 
+def _levelled_off(curve: dict) -> bool:
+    """A stored learning curve's convergence, judged from its points (:func:`bngp.metrics.levelled_off`)
+    rather than its stored flag, which evaluations stored before the per-doubling rule did not apply."""
+    return levelled_off(curve["releases"], curve["auc"], curve["tolerance"])
+
+
 def plot_learning_curves(
     curves: dict[str, dict], path: str | Path, title: str = "Attackers fitted to convergence",
     training: dict[str, dict] | None = None,
@@ -74,7 +80,7 @@ def plot_learning_curves(
         axis = axes.pop(0)
         for name, curve in curves.items():
             line = axis.plot(curve["releases"], curve["auc"], marker="o", markerfacecolor="none", label=name)[0]
-            if curve["converged"]:
+            if _levelled_off(curve):
                 axis.plot(curve["releases"][-1:], curve["auc"][-1:], marker="o", color=line.get_color())
         axis.set_xscale("log")
         sizes = sorted({n for curve in curves.values() for n in curve["releases"]})
@@ -141,11 +147,11 @@ def convergence_lines(attacks: dict[str, dict]) -> list[str]:
     lines: list[str] = []
     curves = {name: entry["learning_curve"] for name, entry in attacks.items() if "learning_curve" in entry}
     if curves:
-        lines += ["", "Learning curves (validation AUC by shadow releases; converged = the last doubling gained "
-                  "less than the tolerance):"]
+        lines += ["", "Learning curves (validation AUC by shadow releases; converged = the last step gained "
+                  "less than the tolerance per doubling):"]
         for name, curve in curves.items():
             points = ", ".join(f"{n}: {a:.4f}" for n, a in zip(curve["releases"], curve["auc"]))
-            state = "converged" if curve["converged"] else "NOT converged (cap or fixed size reached)"
+            state = "converged" if _levelled_off(curve) else "NOT converged (cap or fixed size reached)"
             fit = attacks[name].get("fit", {})
             if "ridge" in fit:
                 chosen = f"penalty {fit['ridge']:.3g} by {fit.get('criterion')}"

@@ -34,7 +34,7 @@ defender, 2,000 shadow releases: AUC 0.967 with the penalty of best validation A
 
 **Convergence** (:func:`fit_converged`): shadow releases are doubled, from
 :func:`default_shadow_releases` up to :func:`max_shadow_releases`, until the validation AUC
-rises by less than ``tolerance``; the learning curve (releases, validation AUC) is returned
+rises by less than ``tolerance`` per doubling (:func:`bngp.metrics.levelled_off`); the learning curve (releases, validation AUC) is returned
 with the fit and reported by every attack that uses it.
 
 **Device.**  The fits run where their tensors are (the CPU, or the GPU of a game trained with
@@ -52,7 +52,7 @@ import scipy.linalg
 import torch
 
 from bngp.errors import InputError
-from bngp.metrics import release_aucs
+from bngp.metrics import levelled_off, release_aucs
 
 __all__ = [
     "LinearFit",
@@ -488,7 +488,7 @@ def fit_converged(
         scores.append(current.score)
         if best is None or current.score > best.score:
             best = current
-        if len(scores) > 1 and scores[-1] - scores[-2] < tolerance:
+        if levelled_off(sizes, scores, tolerance):
             converged = True
             break
         if size >= maximum:

@@ -24,7 +24,7 @@ from sklearn.metrics import roc_auc_score
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError
-from bngp.metrics import release_aucs
+from bngp.metrics import levelled_off, release_aucs
 from bngp.ridge import (
     RIDGE_PATH,
     SHRINKAGE_PATH,
@@ -532,3 +532,23 @@ def test_linear_fits_leave_the_callers_releases_unchanged(rows):
     fit_ridge(x, b, validation)
     fit_whitened(x, b, validation)
     assert torch.equal(x, before)
+
+
+def test_a_last_step_shorter_than_a_doubling_must_gain_proportionally_less():
+    """Table 5's one mechanism at eps 0.05 (paper scale): 0.5261, 0.5354, 0.5401 at 10,000, 20,000 and
+    the cap 26,843.  The last step gained 0.0047 < 0.005 but over 0.42 of a doubling: 0.011 per doubling,
+    still rising, so not levelled off; the long curve at eps 1 (0.9497 to 0.9514 from 80,000 to
+    107,372, 0.004 per doubling) is.  A whole doubling is judged as before."""
+    assert not levelled_off([10_000, 20_000, 26_843], [0.5261, 0.5354, 0.5401], 0.005)
+    assert levelled_off([40_000, 80_000, 107_372], [0.9446, 0.9497, 0.9514], 0.005)
+    assert levelled_off([20, 40], [0.70, 0.7049], 0.005) and not levelled_off([20, 40], [0.70, 0.7051], 0.005)
+    assert not levelled_off([20], [0.7], 0.005)
+
+
+def test_fit_converged_at_a_short_capped_step_is_not_converged_by_the_raw_gain():
+    """Sizes 20, 40, 50 (cap): the last step gains 0.004 < 0.005 over log2(50/40) = 0.32 of a
+    doubling, 0.012 per doubling: not converged (the raw-gain rule called it converged)."""
+    sampler, seen = _Recorder(), []
+    _, curve = fit_converged(_scripted({20: 0.60, 40: 0.62, 50: 0.624}, seen), sampler, start=20, maximum=50,
+                             validation=sampler(30), tolerance=0.005)
+    assert curve.releases == (20, 40, 50) and not curve.converged
