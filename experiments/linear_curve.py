@@ -25,6 +25,28 @@ import time
 from pathlib import Path
 
 
+def markdown(record: dict) -> str:
+    """The Markdown page of a run's JSON record."""
+    curve = record["learning_curve"]
+    lines = [
+        f"# `linear` on `{record['defense_spec']}` ({record['experiment']}, {record['scale']}, seed {record['seed']}), "
+        f"curve capped at {record['max_shadow_releases']:,} shadow releases", "",
+        f"`python experiments/linear_curve.py {record['experiment']} {record['defense_spec']} --scale {record['scale']} "
+        f"--seed {record['seed']} --max-shadow {record['max_shadow_releases']}`", "",
+        "| shadow releases | validation AUC |", "|---|---|",
+        *[f"| {n:,} | {a:.4f} |" for n, a in zip(curve["releases"], curve["auc"])], "",
+        f"- Converged (gain under {curve['tolerance']} per doubling): **{'yes' if curve['converged'] else 'no'}**.",
+        f"- AUC on the report's {record['releases']} evaluation releases: **{record['auc']:.4f} +- "
+        f"{record['auc_std']:.4f}**.",
+    ]
+    if record["pooling"]:
+        weights = ", ".join(f"{w:.4g}" for w in record["pooling"]["weights"])
+        lines.append(f"- Copies pooled with weights ({weights}) before the fit (`bngp.attacks.pooling`).")
+    lines.append(f"- {record['seconds']:.0f} s at a float32 matmul of {record['matmul_flops_float32'] / 1e9:.1f} GFLOP/s "
+                 f"measured in the same run; peak memory {record['peak_memory_bytes'] / 2**30:.2f} GiB.")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("experiment", help="a `bngp reproduce` experiment, e.g. table5")
@@ -44,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from bngp.defenses.registry import available_defenses, split_spec
     from bngp.errors import BNGPError
     from bngp.evaluate import evaluate_defense
+    from bngp.metrics import levelled_off
     from bngp.reproduce.catalog import EXPERIMENTS
     from bngp.reproduce.report import REFERENCE_MATMUL
     from bngp.reproduce.scales import BUDGETS
@@ -73,29 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         "defense": result.defense, "max_shadow_releases": args.max_shadow,
         "auc": entry["auc"], "auc_std": entry["auc_std"], "learning_curve": entry["learning_curve"],
         "pooling": entry.get("pooling"), "fit": {k: v for k, v in entry["fit"].items() if k != "path"},
-        "seconds": time.perf_counter() - started, "matmul_flops_float32": matmul_flops(*REFERENCE_MATMUL),
+        "releases": experiment.budget.releases, "seconds": time.perf_counter() - started, "matmul_flops_float32": matmul_flops(*REFERENCE_MATMUL),
         "peak_memory_bytes": peak_rss_bytes(),
     }
-    curve = record["learning_curve"]
-    lines = [
-        f"# `linear` on `{args.defense}` ({args.experiment}, {args.scale}, seed {args.seed}), curve capped at "
-        f"{args.max_shadow:,} shadow releases", "",
-        f"`python experiments/linear_curve.py {args.experiment} {args.defense} --scale {args.scale} "
-        f"--seed {args.seed} --max-shadow {args.max_shadow}`", "",
-        "| shadow releases | validation AUC |", "|---|---|",
-        *[f"| {n:,} | {a:.4f} |" for n, a in zip(curve["releases"], curve["auc"])], "",
-        f"- Converged (gain under {curve['tolerance']} per doubling): **{'yes' if curve['converged'] else 'no'}**.",
-        f"- AUC on the report's {experiment.budget.releases} evaluation releases: **{record['auc']:.4f} +- "
-        f"{record['auc_std']:.4f}**.",
-    ]
-    if record["pooling"]:
-        weights = ", ".join(f"{w:.4g}" for w in record["pooling"]["weights"])
-        lines.append(f"- Copies pooled with weights ({weights}) before the fit (`bngp.attacks.pooling`).")
-    lines.append(f"- {record['seconds']:.0f} s at a float32 matmul of {record['matmul_flops_float32'] / 1e9:.1f} GFLOP/s "
-                 f"measured in the same run; peak memory {record['peak_memory_bytes'] / 2**30:.2f} GiB.")
+    record["learning_curve"]["converged"] = levelled_off(**{key: record["learning_curve"][key]
+                                                            for key in ("releases", "auc", "tolerance")})
     Path(f"{out}.json").write_text(json.dumps(record, indent=2) + "\n")
-    Path(f"{out}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    text = markdown(record)
+    Path(f"{out}.md").write_text(text)
+    print(text, end="")
     return 0
 
 
