@@ -52,8 +52,12 @@ def plot_roc(
 
 
 def _levelled_off(curve: dict) -> bool:
-    """A stored learning curve's convergence, judged from its points (:func:`bngp.metrics.levelled_off`)
-    rather than its stored flag, which evaluations stored before the per-doubling rule did not apply."""
+    """A stored learning curve's convergence.  A shadow-release curve of :func:`bngp.ridge.fit_converged`
+    is judged from its points (:func:`bngp.metrics.levelled_off`) rather than its stored flag, which
+    evaluations stored before the per-doubling rule did not apply; a network's curve with early
+    stopping (``patience``, the per-individual attacker) keeps its flag, set by its validation loss."""
+    if "patience" in curve:
+        return bool(curve["converged"])
     return levelled_off(curve["releases"], curve["auc"], curve["tolerance"])
 
 

@@ -34,8 +34,8 @@ defender, 2,000 shadow releases: AUC 0.967 with the penalty of best validation A
 
 **Convergence** (:func:`fit_converged`): shadow releases are doubled, from
 :func:`default_shadow_releases` up to :func:`max_shadow_releases`, until the validation AUC
-rises by less than ``tolerance`` per doubling (:func:`bngp.metrics.levelled_off`); the learning curve (releases, validation AUC) is returned
-with the fit and reported by every attack that uses it.
+rises by less than ``tolerance`` per doubling (:func:`bngp.metrics.levelled_off`); the learning
+curve (releases, validation AUC) is returned with the fit and reported by every attack that uses it.
 
 **Device.**  The fits run where their tensors are (the CPU, or the GPU of a game trained with
 ``device="cuda"``, :mod:`bngp.device`); a fit's tensors live on its releases' device, and AUCs
