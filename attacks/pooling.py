@@ -37,6 +37,8 @@ __all__ = ["CopyPooling", "POOLING_RELEASES", "pooled_sampler"]
 POOLING_RELEASES = 1000
 #: rows per block when the c x c normal equations are accumulated.
 _ROW_BLOCK = 512
+#: whole releases drawn at a time by :func:`pooled_sampler` (only their pooled form is kept).
+_SAMPLE_BLOCK = 2000
 
 
 @dataclass(frozen=True)
@@ -118,11 +120,11 @@ def pooled_sampler(
     sample: Callable[[int], tuple[torch.Tensor, torch.Tensor]], pooling: CopyPooling
 ) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
     """sample(n) of pooled releases: each call draws n whole releases from ``sample`` (by blocks
-    of at most 2,000, so that only the |Q|-wide pooled releases are kept) and pools them."""
+    of at most ``_SAMPLE_BLOCK``, so that only the |Q|-wide pooled releases are kept) and pools them."""
 
     def pooled(n: int) -> tuple[torch.Tensor, torch.Tensor]:
         pooled_x, memberships = [], []
-        for size in _blocks(int(n), 2000):
+        for size in _blocks(int(n), _SAMPLE_BLOCK):
             x, b = sample(size)
             pooled_x.append(pooling.pool(x))
             memberships.append(b)

@@ -120,9 +120,15 @@ def test_linear_attackers_read_a_composed_release_natively_and_check_its_width(w
     for cls in (LinearAttack, WhitenedAttack):
         attack = cls(n_shadow_releases=400)
         assert for_composition(attack, 5) is attack
-    result = evaluate_defense(population, prior, defense, {"linear": LinearAttack(n_shadow_releases=400)}, releases=5,
-                              seed=0, n_members=N)
-    assert result.attacks["linear"]["pooling"]["width"] == Q and len(result.attacks["linear"]["pooling"]["weights"]) == 5
+    result = evaluate_defense(population, prior, defense, {"linear": LinearAttack(n_shadow_releases=1200),
+                                                           "whitened": WhitenedAttack(n_shadow_releases=1200)},
+                              releases=100, seed=0, n_members=N)
+    for name in ("linear", "whitened"):
+        entry = result.attacks[name]
+        assert entry["pooling"]["width"] == Q and len(entry["pooling"]["weights"]) == 5
+    # the whitened discriminant on the pooled release reads it about as ridge does (white noise: no
+    # low-dimensional structure for it to project out)
+    assert abs(result.attacks["whitened"]["auc"] - result.attacks["linear"]["auc"]) < 0.03, result.attacks
     attack = LinearAttack(n_shadow_releases=400)
     attack.fit(attack_knowledge(population, prior, defense, N), seed=0)
     with pytest.raises(InputError, match="1500 columns"):
