@@ -124,14 +124,11 @@ def pooled_sampler(
 
     def pooled(n: int) -> tuple[torch.Tensor, torch.Tensor]:
         pooled_x, memberships = [], []
-        for size in _blocks(int(n), _SAMPLE_BLOCK):
-            x, b = sample(size)
+        for start in range(0, int(n), _SAMPLE_BLOCK):
+            x, b = sample(min(_SAMPLE_BLOCK, int(n) - start))
             pooled_x.append(pooling.pool(x))
             memberships.append(b)
         return torch.cat(pooled_x), torch.cat(memberships)
 
     return pooled
 
-
-def _blocks(n: int, size: int) -> list[int]:
-    return [min(size, n - start) for start in range(0, n, size)]

@@ -66,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     from bngp.defenses.registry import available_defenses, split_spec
     from bngp.errors import BNGPError
     from bngp.evaluate import evaluate_defense
-    from bngp.metrics import levelled_off
     from bngp.reproduce.catalog import EXPERIMENTS
     from bngp.reproduce.report import REFERENCE_MATMUL
     from bngp.reproduce.scales import BUDGETS
@@ -99,8 +98,6 @@ def main(argv: list[str] | None = None) -> int:
         "releases": experiment.budget.releases, "seconds": time.perf_counter() - started, "matmul_flops_float32": matmul_flops(*REFERENCE_MATMUL),
         "peak_memory_bytes": peak_rss_bytes(),
     }
-    record["learning_curve"]["converged"] = levelled_off(**{key: record["learning_curve"][key]
-                                                            for key in ("releases", "auc", "tolerance")})
     Path(f"{out}.json").write_text(json.dumps(record, indent=2) + "\n")
     text = markdown(record)
     Path(f"{out}.md").write_text(text)
