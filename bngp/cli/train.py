@@ -42,6 +42,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="a fixed Gaussian mechanism released before the learned one (repeatable; e.g. "
                              "gaussian:epsilon=1,delta=1e-5 or gaussian:scale=0.01,delta=1e-5): the defender is "
                              "trained over the whole composition (paper App. L.6)")
+    parser.add_argument("--whole-release-attacker", action="store_true",
+                        help="with --compose: fit the in-game attacker's refitted head on the whole composed release "
+                             "instead of its copies pooled by their least-squares reconstruction of f(D) (the "
+                             "behaviour before 2026-11-26; slower, and capped by the float budget)")
     parser.add_argument("--dp-penalty", type=float, default=defaults.dp_penalty, help="weight of the BGBP penalty")
     parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init,
                         help="in-game attacker: population-informed linear head, or the plain paper network")
@@ -120,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         dp_epsilon=args.dp_epsilon,
         dp_penalty=args.dp_penalty,
         fixed_gaussian_sigmas=composed_gaussian_sigmas(args.compose, population, args.members),
+        pool_copies=not args.whole_release_attacker,
         fresh_check_steps=args.fresh_check_steps,
         fresh_check_patience=fresh_check_patience,
         seed=args.seed,

@@ -106,6 +106,19 @@ class GameConfig:
             (default :func:`bngp.ridge.default_shadow_releases`, or for the per-individual attacker
             :data:`bngp.attacks.per_individual_network.REFIT_RELEASES`); 0 = never.
         train_refitted_head: also train the refitted head by Adam between refits.
+        pool_copies: in a composed game (``fixed_gaussian_sigmas``), the in-game attacker reads the
+            fixed Gaussian copies pooled: their inverse-variance mean z = sum_b s_b^-2 x_b / sum_b s_b^-2
+            next to the learned block, a 2|Q|-wide input (sufficient for the membership when the
+            copies are not clipped: the copies' Gaussian likelihood depends on f(D) only through z),
+            instead of the (m + 1)|Q|-wide release; and its refitted head is a ridge map on that
+            input's two copies of f(D) pooled by their least-squares reconstruction of f(D)
+            (:mod:`bngp.attacks.pooling`, as the evaluation's ``linear`` attack reads a composed
+            release), fitted on ``default_shadow_releases(K, |Q|)`` releases, where the
+            (m + 1)|Q|-wide map stopped at the float budget (5,368 releases at paper scale) far from
+            converged.  The fresh-attacker check's linear fits pool the copies too; its network
+            reads the whole release.  False was the only behaviour before 2026-11-26;
+            :meth:`to_dict` records the setting only for a composed game that pools, so the records
+            of runs made before it still match.
         select_defender: keep the defender state that did best against a freshly refitted
             attacker, by the defender's own objective on ``REFIT_VALIDATION_DRAWS`` held-out draws.
         eval_every: steps between held-out evaluations (TensorBoard, collapse check).
@@ -152,6 +165,7 @@ class GameConfig:
     leakage: Leakage = "clamped"
     attacker_refit_every: int = 50
     train_refitted_head: bool = False
+    pool_copies: bool = True
     refit_releases: int | None = None
     select_defender: bool = True
     eval_every: int = 50
@@ -222,10 +236,13 @@ class GameConfig:
         return weights
 
     def to_dict(self) -> dict:
-        """The settings as JSON; ``fresh_check_patience`` only when not None (see its docstring)."""
+        """The settings as JSON; ``fresh_check_patience`` only when not None, ``pool_copies`` only
+        when a composed game pools (see their docstrings)."""
         data = asdict(self)
         if self.fresh_check_patience is None:
             del data["fresh_check_patience"]
+        if not (self.pool_copies and self.fixed_gaussian_sigmas):
+            del data["pool_copies"]
         data["kappa_vector"] = None if self.kappa_vector is None else list(self.kappa_vector)
         data["fixed_gaussian_sigmas"] = list(self.fixed_gaussian_sigmas)
         return data

@@ -55,6 +55,7 @@ from bngp.release.mechanism import ComposedMechanism, allele_frequencies
 from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
 from bngp.attacks.network import Attacker, AttackerSpec
+from bngp.attacks.pooling import POOLING_RELEASES, CopyPooling, pooled_sampler
 from bngp.attacks.per_individual_network import (
     REFIT_RELEASES,
     PerIndividualAttacker,
@@ -84,6 +85,8 @@ from .summary import BgbpRecord, BudgetRecord, CollapseReport, Exploitability, T
 
 __all__ = ["Game", "SEED_STREAMS"]
 
+#: composed releases drawn at a time by a pooled refit (only their pooled form is kept).
+_POOL_BLOCK = 2000
 #: the named random streams of a run, each spawned from ``GameConfig.seed``.
 SEED_STREAMS = ("training", "defender-network", "attacker-network", "evaluation", "evaluation-noise", "fresh-check", "opponent")
 
@@ -168,7 +171,14 @@ class Game:
             with torch.no_grad():
                 self.defender.shrink_weight.fill_(config.shrink_init)
         self.defender.to(self.device)  # initialised on the CPU, so its weights do not depend on the device
-        self.attacker_spec = AttackerSpec(self.mechanism.n_outputs, population.n_individuals, init=config.attacker_init)
+        #: inverse-variance weights of the fixed Gaussian copies when the in-game attacker reads them pooled
+        #: (``GameConfig.pool_copies``), else None: that attacker then reads the whole release.
+        self.fixed_weights = None
+        if config.pool_copies and config.fixed_gaussian_sigmas and config.attacker_kind != "per-individual":
+            precision = torch.tensor([float(sigma) ** -2 for sigma in config.fixed_gaussian_sigmas], dtype=torch.float64)
+            self.fixed_weights = (precision / precision.sum()).to(self.device)
+        width = 2 * n_out if self.fixed_weights is not None else self.mechanism.n_outputs
+        self.attacker_spec = AttackerSpec(width, population.n_individuals, init=config.attacker_init)
         with seeded_torch(self.seeds["attacker-network"]):
             self.attacker = self._new_attacker()
         self.opt_d = torch.optim.Adam(self._defender_param_groups(), lr=config.defender_lr, weight_decay=config.weight_decay, fused=True)
@@ -232,7 +242,10 @@ class Game:
             return PopulationBoundAttacker(network.to(self.device), self._mechanism_matrix())
         attacker = Attacker(self.attacker_spec).to(self.device)
         if self.attacker_spec.init == "reconstruction":
-            attacker.initialise_from_population(self.mechanism_genotypes(), self.n_members, self.theta)
+            genotypes = self.mechanism_genotypes()
+            if self.fixed_weights is not None:  # the rows are statistics: pooled like releases
+                genotypes = self.attacker_input(torch.from_numpy(genotypes).to(self.device)).cpu().numpy()
+            attacker.initialise_from_population(genotypes, self.n_members, self.theta)
         return attacker
 
     def _mechanism_matrix(self) -> torch.Tensor:
@@ -250,8 +263,21 @@ class Game:
         chosen = torch.randperm(self.population.n_individuals, generator=self.generator)[:size]
         return chosen.sort().values.to(self.device)
 
-    def _attack(self, x: torch.Tensor, individuals: torch.Tensor | None) -> torch.Tensor:
+    def attacker_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the in-game attacker reads of releases x: x itself, or with ``GameConfig.pool_copies``
+        [z, x_L], z = sum_b w_b x_b the inverse-variance mean of the m fixed Gaussian copies (weights
+        w_b = s_b^-2 / sum_c s_c^-2) and x_L the learned block (linear in x, so differentiable)."""
+        if self.fixed_weights is None:
+            return x
+        width = self.population.n_attributes
+        copies = len(self.config.fixed_gaussian_sigmas)
+        fixed = x[:, : copies * width].reshape(x.shape[0], copies, width)
+        pooled = torch.einsum("rbj,b->rj", fixed, self.fixed_weights.to(x.dtype))
+        return torch.cat([pooled, x[:, copies * width :]], dim=1)
+
+    def _attack(self, x: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
         """The in-game attacker's logits on releases x: (R, K), or (R, |S|) for the individuals S."""
+        x = self.attacker_input(x)
         return self.attacker(x) if individuals is None else self.attacker(x, individuals)
 
     def mechanism_genotypes(self) -> np.ndarray:
@@ -318,15 +344,23 @@ class Game:
         per_individual = isinstance(self.attacker, PopulationBoundAttacker)
         if not per_individual and self.attacker.head is None:
             return
+        pooled = self.fixed_weights is not None
+        width = self.population.n_attributes if pooled else self.mechanism.n_outputs
         n = self.config.refit_releases or (
-            REFIT_RELEASES if per_individual
-            else default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+            REFIT_RELEASES if per_individual else default_shadow_releases(self.population.n_individuals, width)
         )
         with self.timer("refit: releases"):
+            self.defender.eval()
+            pooling = None
+            if pooled:
+                pooling_b, pooling_r = self._draw(POOLING_RELEASES)
+                pooling_x, pooling_x_hat = self._release(pooling_b, pooling_r)
+                pooling_x = self.attacker_input(pooling_x)
+                pooling = CopyPooling.estimate(pooling_x, pooling_x_hat[:, self.learned_slice], 2)
+                del pooling_x_hat
             b, r = self._draw(n)
             validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
-            self.defender.eval()
-            x, _ = self._release(b, r)
+            x = self._pooled_release(b, r, pooling) if pooled else self._release(b, r)[0]
             validation_x, validation_x_hat = self._release(validation_b, validation_r)
             self.defender.train()
         with self.timer("refit: fit"):
@@ -337,6 +371,9 @@ class Game:
                 # per-SNV weights and their logistic calibration (which is the recalibration), is
                 # fitted instead; like the head's refit, it zeroes the output MLP's last layer.
                 self.attacker.refit(x, b)
+            elif pooled:
+                self._refit_population_attacker(x, b, self.attacker_input(validation_x), validation_b, pooling,
+                                                (pooling_x, pooling_b))
             else:
                 self._refit_population_attacker(x, b, validation_x, validation_b)
         for parameter in self.attacker.refit_parameters():
@@ -345,14 +382,39 @@ class Game:
             with self.timer("selection"):
                 self._consider_defender(validation_x, validation_x_hat, validation_b)
 
+    def _pooled_release(self, b: torch.Tensor, r: torch.Tensor, pooling: CopyPooling) -> torch.Tensor:
+        """The releases of (b, r) as the attacker reads them, pooled to |Q| outputs, drawn by blocks
+        of rows so that only the pooled releases are held (a whole composed refit set is
+        10,000 x 25,000 at paper scale)."""
+        pooled = [pooling.pool(self.attacker_input(self._release(b[start:start + _POOL_BLOCK],
+                                                                 r[start:start + _POOL_BLOCK])[0]))
+                  for start in range(0, b.shape[0], _POOL_BLOCK)]
+        return torch.cat(pooled)
+
     def _refit_population_attacker(
-        self, x: torch.Tensor, b: torch.Tensor, validation_x: torch.Tensor, validation_b: torch.Tensor
+        self,
+        x: torch.Tensor,
+        b: torch.Tensor,
+        validation_x: torch.Tensor,
+        validation_b: torch.Tensor,
+        pooling: CopyPooling | None = None,
+        whole: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> None:
-        """The K-output attacker's head: the ridge map, recalibrated, or the population inversion."""
-        self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta), self.theta)
+        """The K-output attacker's head: the ridge map, recalibrated, or the population inversion.
+
+        With ``pooling`` the shadow releases ``x`` are pooled (|Q| wide): the ridge map is fitted on
+        them, with the validation releases pooled alike, and expanded to the attacker's input
+        (:meth:`CopyPooling.expand`); the inversion head's block weights are fitted on ``whole``,
+        the unpooled inputs the pooling weights were estimated on."""
+        fit_x, fit_b = (x, b) if whole is None else whole
+        if pooling is None:
+            fit = fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta)
+        else:
+            fit = pooling.expand(fit_ridge(x, b, (pooling.pool(validation_x), validation_b), prior_mean=self.theta))
+        self.attacker.initialise_from_ridge(fit, self.theta)
         self.attacker.calibrate_head(validation_x, validation_b)
         prefer_population_inversion(
-            self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
+            self.attacker, self.population.genotypes, self.n_members, self.theta, fit_x, fit_b, validation_x, validation_b
         )
 
     @property
@@ -368,7 +430,7 @@ class Game:
         Under a budget objective only states that meet the budget on these draws compete (by
         the objective they minimise); while none has, the one that misses it by least is kept."""
         self.attacker.eval()
-        logits = self.attacker(x)
+        logits = self._attack(x)
         self.attacker.train()
         weighted, plain = self._utility(x, x_hat)
         leakage = self._leakage(logits, b)
@@ -443,7 +505,7 @@ class Game:
         self.defender.eval()
         self.attacker.eval()
         x, x_hat = self._release(self._eval_b, self._eval_r, torch_generator(self.seeds["evaluation-noise"]))
-        logits = self.attacker(x)
+        logits = self._attack(x)
         probabilities = torch.sigmoid(logits)
         cross_entropy = float(F.binary_cross_entropy_with_logits(logits, self._eval_b))
         _, plain = self._utility(x, x_hat)
@@ -633,7 +695,7 @@ class Game:
             check[f"{name}_learning_curve"] = curve.to_dict()
         attacker = train_attacker(
             self.release_sampler(seed),
-            replace(self.attacker_spec, init=init),
+            AttackerSpec(self.mechanism.n_outputs, self.population.n_individuals, init=init),
             config,
             seed=seed,
             population=self.population.genotypes,
@@ -666,19 +728,34 @@ class Game:
     def _converged_linear_fits(self, seed: int) -> dict[str, tuple[LinearFit, LearningCurve]]:
         """The linear and whitened attackers fitted to convergence on the same shadow releases of the
         frozen defender (simulated once from ``seed``), which are freed on return: the network
-        attacker trained next does not hold them (up to 20,000 x 5,000 at paper scale)."""
+        attacker trained next does not hold them (up to 20,000 x 5,000 at paper scale).  In a
+        composed game that pools its copies (``GameConfig.pool_copies``) they are fitted on the pooled
+        copies, as the evaluation's ``linear`` and ``whitened`` attacks are, and expanded to the
+        whole release."""
         sampler = self.release_sampler(seed)
-        start = default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
-        maximum = max_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+        width = self.mechanism.n_outputs
+        pooling = None
+        if self.fixed_weights is not None:
+            x, b = sampler(POOLING_RELEASES)
+            statistic = self.mechanism.statistic(b)[:, self.learned_slice]
+            width = self.population.n_attributes
+            pooling = CopyPooling.estimate(x, statistic, self.mechanism.n_outputs // width)
+            del x, b, statistic
+            sampler = pooled_sampler(sampler, pooling)
+        start = default_shadow_releases(self.population.n_individuals, width)
+        maximum = max_shadow_releases(self.population.n_individuals, width)
         validation = sampler(DEFAULT_VALIDATION_RELEASES)
         draws = SharedDraws(sampler)  # both fits read the same shadow releases, simulated once
-        return {
+        fits = {
             name: fit_converged(
                 partial(fit_function, prior_mean=self.theta), draws, start=start, maximum=maximum,
                 validation=validation,
             )
             for name, fit_function in (("linear", fit_ridge), ("whitened", fit_whitened))
         }
+        if pooling is not None:
+            fits = {name: (pooling.expand(fit), curve) for name, (fit, curve) in fits.items()}
+        return fits
 
     def release_sampler(self, seed: int):
         """A sampler of (releases, memberships) from the frozen defender (eval mode), drawn on the

@@ -310,6 +310,8 @@ def test_train_over_a_composition_then_evaluate_and_release(small_population_fil
     assert json.loads(stdout)["composed_gaussian_sigmas"] == pytest.approx([expected.sigma, 0.05])
     # BGBP at eps = 1 with prior theta = 20 / 40: implied eps = log(1 + (e^eps - 1) / theta)
     assert json.loads(stdout)["implied_epsilon"] == pytest.approx(np.log1p(np.expm1(1.0) / 0.5))
+    # the refits pool the copies by default (GameConfig.pool_copies), recorded in config.json
+    assert json.loads((run_dir / "config.json").read_text())["config"]["pool_copies"] is True
     code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
                            "--defense", f"run:{run_dir}", "--attacks", "bayesian", "--releases", 2, "--seed", 1,
                            "--out", tmp_path / "eval.json")
@@ -324,6 +326,16 @@ def test_train_over_a_composition_then_evaluate_and_release(small_population_fil
     assert code == 0, err
     with np.load(tmp_path / "release.npz") as data:
         assert data["release"].shape[-1] == 3 * small_population.n_attributes
+
+
+def test_train_whole_release_attacker_keeps_the_earlier_record(small_population_file, tmp_path, capsys):
+    # --whole-release-attacker: the refits of runs made before pooling, whose config.json has no such key
+    run_dir = tmp_path / "whole"
+    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+                           "--compose", "gaussian:scale=0.05,delta=1e-5", "--whole-release-attacker", "--steps", 2,
+                           "--refit-every", 1, "--fresh-check-steps", 0, "--quiet", "--out", run_dir)
+    assert code == 0, err
+    assert "pool_copies" not in json.loads((run_dir / "config.json").read_text())["config"]
 
 
 @pytest.mark.parametrize("spec, fragment", [("laplace:epsilon=1", "gaussian mechanisms only"),
