@@ -247,7 +247,7 @@ def evaluate_defense(
             entry["bgp_risk"] = bgp_risk(1.0 / (1.0 + np.exp(-scores)), b)
             entry["prior_entropy"] = float(np.mean(binary_entropy(prior.marginals)))
         details = attack.describe()
-        for key in ("fit", "learning_curve", "pooling", "training", "training_curve", "weights", "release_view"):
+        for key in ("fit", "learning_curve", "pooling", "whole_release", "training", "training_curve", "weights", "release_view"):
             if key in details:
                 entry[key] = details[key]
         note = getattr(attack, "orientation_note_", None)

@@ -107,16 +107,16 @@ class GameConfig:
             :data:`bngp.attacks.per_individual_network.REFIT_RELEASES`); 0 = never.
         train_refitted_head: also train the refitted head by Adam between refits.
         pool_copies: in a composed game (``fixed_gaussian_sigmas``), the in-game attacker reads the
-            fixed Gaussian copies pooled: their inverse-variance mean z = sum_b s_b^-2 x_b / sum_b s_b^-2
-            next to the learned block, a 2|Q|-wide input (sufficient for the membership when the
-            copies are not clipped: the copies' Gaussian likelihood depends on f(D) only through z),
-            instead of the (m + 1)|Q|-wide release; and its refitted head is a ridge map on that
-            input's two copies of f(D) pooled by their least-squares reconstruction of f(D)
-            (:mod:`bngp.attacks.pooling`, as the evaluation's ``linear`` attack reads a composed
-            release), fitted on ``default_shadow_releases(K, |Q|)`` releases, where the
-            (m + 1)|Q|-wide map stopped at the float budget (5,368 releases at paper scale) far from
-            converged.  The fresh-attacker check's linear fits pool the copies too; its network
-            reads the whole release.  False was the only behaviour before 2026-11-26;
+            fixed Gaussian copies pooled, z = sum_b s_b^-2 x_b / sum_b s_b^-2 (their inverse-variance
+            mean), next to the whole learned block: a 2|Q|-wide input instead of the (m + 1)|Q|-wide
+            release.  z is sufficient for f(D) given the fixed copies when they are not clipped to
+            [0, 1] (their Gaussian likelihood depends on f(D) only through z; the differences of the
+            copies are noise independent of everything else), so the network and its refitted ridge
+            head (fitted on as many shadow releases as for the whole release) lose nothing a
+            whole-release attacker would read, and each attacker update costs less.  The learned
+            block is never pooled: a defender can make it leak attribute by attribute (shrinkage
+            below 1 without noise) where a pooled copy would average that away.  The fresh-attacker
+            check reads the whole release.  False was the only behaviour before 2026-11-26;
             :meth:`to_dict` records the setting only for a composed game that pools, so the records
             of runs made before it still match.
         select_defender: keep the defender state that did best against a freshly refitted

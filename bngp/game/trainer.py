@@ -55,7 +55,6 @@ from bngp.release.mechanism import ComposedMechanism, allele_frequencies
 from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
 from bngp.attacks.network import Attacker, AttackerSpec
-from bngp.attacks.pooling import POOLING_RELEASES, CopyPooling, pooled_sampler
 from bngp.attacks.per_individual_network import (
     REFIT_RELEASES,
     PerIndividualAttacker,
@@ -85,8 +84,10 @@ from .summary import BgbpRecord, BudgetRecord, CollapseReport, Exploitability, T
 
 __all__ = ["Game", "SEED_STREAMS"]
 
-#: composed releases drawn at a time by a pooled refit (only their pooled form is kept).
+#: composed releases drawn at a time by a refit whose attacker reads the pooled copies (only what it
+#: reads is kept).
 _POOL_BLOCK = 2000
+
 #: the named random streams of a run, each spawned from ``GameConfig.seed``.
 SEED_STREAMS = ("training", "defender-network", "attacker-network", "evaluation", "evaluation-noise", "fresh-check", "opponent")
 
@@ -344,23 +345,17 @@ class Game:
         per_individual = isinstance(self.attacker, PopulationBoundAttacker)
         if not per_individual and self.attacker.head is None:
             return
-        pooled = self.fixed_weights is not None
-        width = self.population.n_attributes if pooled else self.mechanism.n_outputs
+        # as many shadow releases as for the whole release (the pooled input's map is the whole map
+        # restricted to the fixed copies' sufficient statistic: no weaker on the same releases)
         n = self.config.refit_releases or (
-            REFIT_RELEASES if per_individual else default_shadow_releases(self.population.n_individuals, width)
+            REFIT_RELEASES if per_individual
+            else default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         )
         with self.timer("refit: releases"):
-            self.defender.eval()
-            pooling = None
-            if pooled:
-                pooling_b, pooling_r = self._draw(POOLING_RELEASES)
-                pooling_x, pooling_x_hat = self._release(pooling_b, pooling_r)
-                pooling_x = self.attacker_input(pooling_x)
-                pooling = CopyPooling.estimate(pooling_x, pooling_x_hat[:, self.learned_slice], 2)
-                del pooling_x_hat
             b, r = self._draw(n)
             validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
-            x = self._pooled_release(b, r, pooling) if pooled else self._release(b, r)[0]
+            self.defender.eval()
+            x = self._attacker_releases(b, r)
             validation_x, validation_x_hat = self._release(validation_b, validation_r)
             self.defender.train()
         with self.timer("refit: fit"):
@@ -371,50 +366,31 @@ class Game:
                 # per-SNV weights and their logistic calibration (which is the recalibration), is
                 # fitted instead; like the head's refit, it zeroes the output MLP's last layer.
                 self.attacker.refit(x, b)
-            elif pooled:
-                self._refit_population_attacker(x, b, self.attacker_input(validation_x), validation_b, pooling,
-                                                (pooling_x, pooling_b))
             else:
-                self._refit_population_attacker(x, b, validation_x, validation_b)
+                self._refit_population_attacker(x, b, self.attacker_input(validation_x), validation_b)
         for parameter in self.attacker.refit_parameters():
             self.opt_a.state.pop(parameter, None)
         if score_defender and self.selects_defender:
             with self.timer("selection"):
                 self._consider_defender(validation_x, validation_x_hat, validation_b)
 
-    def _pooled_release(self, b: torch.Tensor, r: torch.Tensor, pooling: CopyPooling) -> torch.Tensor:
-        """The releases of (b, r) as the attacker reads them, pooled to |Q| outputs, drawn by blocks
-        of rows so that only the pooled releases are held (a whole composed refit set is
-        10,000 x 25,000 at paper scale)."""
-        pooled = [pooling.pool(self.attacker_input(self._release(b[start:start + _POOL_BLOCK],
-                                                                 r[start:start + _POOL_BLOCK])[0]))
-                  for start in range(0, b.shape[0], _POOL_BLOCK)]
-        return torch.cat(pooled)
+    def _attacker_releases(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """The releases of (b, r) as the in-game attacker reads them (:meth:`attacker_input`); with
+        pooled copies drawn by blocks of rows, so that only the pooled releases are held (a whole
+        composed refit set is 5,368 x 25,000 at paper scale)."""
+        if self.fixed_weights is None:
+            return self._release(b, r)[0]
+        return torch.cat([self.attacker_input(self._release(b[start:start + _POOL_BLOCK], r[start:start + _POOL_BLOCK])[0])
+                          for start in range(0, b.shape[0], _POOL_BLOCK)])
 
     def _refit_population_attacker(
-        self,
-        x: torch.Tensor,
-        b: torch.Tensor,
-        validation_x: torch.Tensor,
-        validation_b: torch.Tensor,
-        pooling: CopyPooling | None = None,
-        whole: tuple[torch.Tensor, torch.Tensor] | None = None,
+        self, x: torch.Tensor, b: torch.Tensor, validation_x: torch.Tensor, validation_b: torch.Tensor
     ) -> None:
-        """The K-output attacker's head: the ridge map, recalibrated, or the population inversion.
-
-        With ``pooling`` the shadow releases ``x`` are pooled (|Q| wide): the ridge map is fitted on
-        them, with the validation releases pooled alike, and expanded to the attacker's input
-        (:meth:`CopyPooling.expand`); the inversion head's block weights are fitted on ``whole``,
-        the unpooled inputs the pooling weights were estimated on."""
-        fit_x, fit_b = (x, b) if whole is None else whole
-        if pooling is None:
-            fit = fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta)
-        else:
-            fit = pooling.expand(fit_ridge(x, b, (pooling.pool(validation_x), validation_b), prior_mean=self.theta))
-        self.attacker.initialise_from_ridge(fit, self.theta)
+        """The K-output attacker's head on its input x: the ridge map, recalibrated, or the population inversion."""
+        self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta), self.theta)
         self.attacker.calibrate_head(validation_x, validation_b)
         prefer_population_inversion(
-            self.attacker, self.population.genotypes, self.n_members, self.theta, fit_x, fit_b, validation_x, validation_b
+            self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
         )
 
     @property
@@ -728,34 +704,19 @@ class Game:
     def _converged_linear_fits(self, seed: int) -> dict[str, tuple[LinearFit, LearningCurve]]:
         """The linear and whitened attackers fitted to convergence on the same shadow releases of the
         frozen defender (simulated once from ``seed``), which are freed on return: the network
-        attacker trained next does not hold them (up to 20,000 x 5,000 at paper scale).  In a
-        composed game that pools its copies (``GameConfig.pool_copies``) they are fitted on the pooled
-        copies, as the evaluation's ``linear`` and ``whitened`` attacks are, and expanded to the
-        whole release."""
+        attacker trained next does not hold them (up to 20,000 x 5,000 at paper scale)."""
         sampler = self.release_sampler(seed)
-        width = self.mechanism.n_outputs
-        pooling = None
-        if self.fixed_weights is not None:
-            x, b = sampler(POOLING_RELEASES)
-            statistic = self.mechanism.statistic(b)[:, self.learned_slice]
-            width = self.population.n_attributes
-            pooling = CopyPooling.estimate(x, statistic, self.mechanism.n_outputs // width)
-            del x, b, statistic
-            sampler = pooled_sampler(sampler, pooling)
-        start = default_shadow_releases(self.population.n_individuals, width)
-        maximum = max_shadow_releases(self.population.n_individuals, width)
+        start = default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+        maximum = max_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         validation = sampler(DEFAULT_VALIDATION_RELEASES)
         draws = SharedDraws(sampler)  # both fits read the same shadow releases, simulated once
-        fits = {
+        return {
             name: fit_converged(
                 partial(fit_function, prior_mean=self.theta), draws, start=start, maximum=maximum,
                 validation=validation,
             )
             for name, fit_function in (("linear", fit_ridge), ("whitened", fit_whitened))
         }
-        if pooling is not None:
-            fits = {name: (pooling.expand(fit), curve) for name, (fit, curve) in fits.items()}
-        return fits
 
     def release_sampler(self, seed: int):
         """A sampler of (releases, memberships) from the frozen defender (eval mode), drawn on the
