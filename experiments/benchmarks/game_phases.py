@@ -87,23 +87,16 @@ def _refit_fit_flops(rows: int, columns: int, outputs: int, validation: int, pat
     return ridge + path * 2.0 * validation * r * outputs + 2.0 * rows * columns * outputs
 
 
-def refit_width(game) -> int:
-    """Outputs the in-game refit's ridge map is fitted on: |Q| when a composed game pools its
-    copies, else the whole release."""
-    return game.population.n_attributes if game.fixed_weights is not None else game.mechanism.n_outputs
-
-
 def phase_flops(game, refit_rows: int) -> dict[str, float]:
     """FLOPs of one call of each phase, counted from the layer sizes (module docstring).
 
     An attacker update runs H forward, the weight gradients of the layers Adam trains (not the
     refitted head's) and the input gradients inside the MLP (not into the release); the defender
     step runs G forward and back, and H forward and its input gradients only (H is held fixed).
-    A composed game whose attacker reads the pooled copies (``GameConfig.pool_copies``) fits its
-    head on |Q|-wide pooled releases, after drawing the releases that estimate the pooling."""
+    A composed game whose attacker reads the fixed copies pooled (``GameConfig.pool_copies``) fits
+    its head on that 2|Q|-wide input (on as many releases as for the whole release)."""
     import torch
 
-    from bngp.attacks.pooling import POOLING_RELEASES
     from bngp.game.config import REFIT_VALIDATION_DRAWS
     from bngp.ridge import RIDGE_PATH
 
@@ -118,10 +111,9 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     statistic = 2.0 * game.population.n_individuals * game.population.n_attributes
     release = per_sample_defender + statistic
     validation = REFIT_VALIDATION_DRAWS
-    pooled = game.fixed_weights is not None
     return {
-        "refit: releases": (refit_rows + validation + (POOLING_RELEASES if pooled else 0)) * release,
-        "refit: fit": _refit_fit_flops(refit_rows, refit_width(game), game.population.n_individuals, validation,
+        "refit: releases": (refit_rows + validation) * release,
+        "refit: fit": _refit_fit_flops(refit_rows, game.attacker_spec.n_outputs, game.population.n_individuals, validation,
                                        len(RIDGE_PATH)),
         "selection": validation * per_sample_attacker,
         "attacker steps": config.attacker_steps * batch * (release + per_sample_attacker + 2.0 * net - first),
@@ -182,7 +174,7 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
     with tempfile.TemporaryDirectory() as work:
         summary = game.train(Path(work) / "run", progress=False)
     wall = time.perf_counter() - started
-    refit_rows = config.refit_releases or default_shadow_releases(individuals, refit_width(game))
+    refit_rows = config.refit_releases or default_shadow_releases(individuals, game.mechanism.n_outputs)
     budget_calls = default_calls(replace(GameConfig(), **(overrides or {})))
     phases = {}
     for name in PHASES:
