@@ -115,8 +115,8 @@ class LinearAttack(TorchAttack):
         self.alpha = check_in_open_interval("alpha", alpha, 0.0, 1.0)
         self.pool_copies = bool(pool_copies)
         self.pooling_: CopyPooling | None = None
-        #: on a pooled composed release, the whole-release map's validation AUC, learning curve and
-        #: whether it was kept instead of the pooled one.
+        #: on a composed release, the whole-release map's validation AUC and learning curve next to the
+        #: pooled map's validation AUC and pooling, and whether it was kept instead of the pooled one.
         self.whole_release_: dict | None = None
         self.release_width_: int | None = None
         self.fit_: LinearFit | None = None
@@ -146,13 +146,16 @@ class LinearAttack(TorchAttack):
             self.fit_ = self.pooling_.expand(fit)
             # the map on the whole release, on its own shadow releases and the same validation releases:
             # kept when it validates better (a learned copy that leaks attribute by attribute, which the
-            # pooled copy averages away)
-            whole_fit, whole_curve = self._fit_curve(fit_function, shadow_sampler(knowledge, spawn_seeds(train_seed, 1)[0]),
-                                                     validation, population.shape[0], self.release_width_)
+            # pooled copy averages away); its curve stops at the float budget whatever max_shadow_releases
+            whole_sample = shadow_sampler(knowledge, spawn_seeds(train_seed, 1)[0])
+            whole_fit, whole_curve = self._fit_curve(fit_function, whole_sample, validation, population.shape[0],
+                                                     self.release_width_,
+                                                     max_shadow_releases(population.shape[0], self.release_width_))
             self.whole_release_ = {"validation_auc": whole_fit.score, "pooled_validation_auc": fit.score,
-                                   "learning_curve": whole_curve.to_dict(), "kept": whole_fit.score > fit.score}
-            if self.whole_release_["kept"]:
-                self.fit_, self.learning_curve_ = whole_fit, whole_curve
+                                   "pooling": self.pooling_.to_dict(), "learning_curve": whole_curve.to_dict(),
+                                   "kept": whole_fit.score > fit.score}
+            if self.whole_release_["kept"]:  # the map reads the whole release: no pooling to report
+                self.fit_, self.learning_curve_, self.pooling_ = whole_fit, whole_curve, None
         calibration = simulated_shadow(knowledge, self.n_calibration_releases, calibration_seed)
         self._calibrate(
             self._raw_numpy(calibration.targets, calibration.releases),
@@ -161,15 +164,17 @@ class LinearAttack(TorchAttack):
             source=calibration.source,
         )
 
-    def _fit_curve(self, fit_function, sample, validation, n_individuals: int, width: int) -> tuple[LinearFit, LearningCurve]:
+    def _fit_curve(self, fit_function, sample, validation, n_individuals: int, width: int,
+                   maximum: int | None = None) -> tuple[LinearFit, LearningCurve]:
         """The fit on ``n_shadow_releases`` releases of ``sample``, or fitted to convergence from
-        :func:`default_shadow_releases` of a ``width``-wide release, with its learning curve."""
+        :func:`default_shadow_releases` of a ``width``-wide release up to ``maximum`` (default
+        ``max_shadow_releases`` or the float budget), with its learning curve."""
         if self.n_shadow_releases is not None:
             x, b = sample(self.n_shadow_releases)
             fit = fit_function(x, b, validation)
             return fit, LearningCurve((fit.releases,), (fit.score,), False, self.tolerance)
         start = default_shadow_releases(n_individuals, width)
-        maximum = self.max_shadow_releases or max_shadow_releases(n_individuals, width)
+        maximum = maximum or self.max_shadow_releases or max_shadow_releases(n_individuals, width)
         return fit_converged(fit_function, sample, start=min(start, maximum), maximum=maximum, validation=validation,
                              tolerance=self.tolerance)
 
