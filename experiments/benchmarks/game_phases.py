@@ -279,12 +279,15 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _overrides(settings: list[str]) -> dict[str, int | float]:
-    """``NAME=VALUE`` settings as GameConfig keyword arguments (ints stay ints)."""
-    out: dict[str, int | float] = {}
+def _overrides(settings: list[str]) -> dict[str, bool | int | float]:
+    """``NAME=VALUE`` settings as GameConfig keyword arguments (ints stay ints; true / false are booleans)."""
+    out: dict[str, bool | int | float] = {}
     for setting in settings:
         name, _, value = setting.partition("=")
-        out[name] = int(value) if value.lstrip("-").isdigit() else float(value)
+        if value.lower() in ("true", "false"):
+            out[name] = value.lower() == "true"
+        else:
+            out[name] = int(value) if value.lstrip("-").isdigit() else float(value)
     return out
 
 
