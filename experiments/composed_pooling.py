@@ -9,7 +9,9 @@ seed, one defender with the pooled attacker and one with the whole-release attac
 converged panel on the whole release: ``bayesian``, ``linear``, ``whitened``, ``stacked`` and the
 outside ridge of ``experiments/outside_ridge.py`` (numpy and scikit-learn only; 4,000 shadow
 releases).  It reports the training time, the kept state, the utility loss and every AUC, as
-JSON and Markdown, with the float32 matmul throughput measured in the same run.
+JSON and Markdown, with the float32 matmul throughput measured in the same run.  Each defender's
+record is kept in ``--out`` as it is done, and its training resumes from its checkpoint, so an
+interrupted run continues where it stopped.
 
 The composition is Table 5's construction (``experiments/benchmarks/game_phases.py``,
 :func:`composed_settings`: four fixed Gaussian mechanisms N(0, C / eps^2), eps = 0.3 each, and the
@@ -54,6 +56,10 @@ def run(individuals: int, snvs: int, seed: int, out: Path) -> dict:
                     "fixed_gaussian_sigmas": list(base.fixed_gaussian_sigmas), "dp_epsilon": base.dp_epsilon}
     for label, pool in (("pooled", True), ("whole", False)):
         run_dir = out / "runs" / f"seed{seed}-{label}"
+        done = out / f"seed{seed}-{label}.json"  # one defender's record, kept so that a rerun resumes
+        if done.exists():
+            record[label] = json.loads(done.read_text())
+            continue
         game = Game(population, prior, replace(base, pool_copies=pool))
         summary, _ = train_once(game, run_dir)  # a finished run is reused, an interrupted one resumed
         # the phases the trainer timed (a reused or resumed run's own time, not this process's)
@@ -75,6 +81,7 @@ def run(individuals: int, snvs: int, seed: int, out: Path) -> dict:
             "strongest": payload["strongest_attack"]["name"],
             "outside_ridge": outside["auc"],
         }
+        done.write_text(json.dumps(record[label], indent=2) + "\n")
     return record
 
 
@@ -85,7 +92,7 @@ def markdown(report: dict) -> str:
         f"`{report['command']}`: K = {report['individuals']} simulated CEU individuals (+ as many reference), "
         f"|Q| = {report['snvs']}, N = K / 2, kappa {KAPPA}, Table 5's composition at eps = 0.3 per mechanism "
         f"({MECHANISMS - 1} fixed Gaussian mechanisms and the learned one under DPH^{MECHANISMS * 0.3:g}), default "
-        f"`GameConfig` otherwise; one thread; float32 matmul {report['matmul_gflops_float32']:.1f} GFLOP/s measured in "
+        f"`GameConfig` otherwise; {report['threads']} thread(s); float32 matmul {report['matmul_gflops_float32']:.1f} GFLOP/s measured in "
         f"the same run, peak memory {report['peak_memory_gib']:.2f} GiB.  Each frozen defender is attacked on the whole "
         f"release by `{ATTACKS}` ({RELEASES} releases) and by the outside ridge ({SHADOW:,} shadow releases).",
         "",

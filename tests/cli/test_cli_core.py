@@ -336,6 +336,10 @@ def test_train_whole_release_attacker_keeps_the_earlier_record(small_population_
                            "--refit-every", 1, "--fresh-check-steps", 0, "--quiet", "--out", run_dir)
     assert code == 0, err
     assert "pool_copies" not in json.loads((run_dir / "config.json").read_text())["config"]
+    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+                           "--whole-release-attacker", "--steps", 2, "--quiet", "--out", tmp_path / "single")
+    assert_one_line_error(code, err, "--compose")
+    assert not (tmp_path / "single").exists()
 
 
 @pytest.mark.parametrize("spec, fragment", [("laplace:epsilon=1", "gaussian mechanisms only"),
