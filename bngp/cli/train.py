@@ -43,9 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "gaussian:epsilon=1,delta=1e-5 or gaussian:scale=0.01,delta=1e-5): the defender is "
                              "trained over the whole composition (paper App. L.6)")
     parser.add_argument("--whole-release-attacker", action="store_true",
-                        help="with --compose: fit the in-game attacker's refitted head on the whole composed release "
-                             "instead of its copies pooled by their least-squares reconstruction of f(D) (the "
-                             "behaviour before 2026-11-26; slower, and capped by the float budget)")
+                        help="with --compose: the in-game attacker reads the whole composed release instead of the "
+                             "fixed copies pooled by their inverse-variance mean next to the learned block (the "
+                             "behaviour before 2026-11-26; slower)")
     parser.add_argument("--dp-penalty", type=float, default=defaults.dp_penalty, help="weight of the BGBP penalty")
     parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init,
                         help="in-game attacker: population-informed linear head, or the plain paper network")
