@@ -58,6 +58,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "(default all K; refits and evaluations always score all K)")
     parser.add_argument("--refit-every", type=int, default=defaults.attacker_refit_every, metavar="STEPS",
                         help="defender steps between closed-form refits of the in-game attacker (0 = never)")
+    parser.add_argument("--selection-patience", default=str(defaults.selection_patience).lower(), metavar="P|none",
+                        help="stop training once the defender state kept has not been bettered by the P refits "
+                             "after it (every --refit-every steps); none: all --steps (default: %(default)s)")
     parser.add_argument("--eval-every", type=int, default=defaults.eval_every, metavar="STEPS",
                         help="defender steps between held-out evaluations")
     parser.add_argument("--eval-batch", type=int, default=defaults.eval_batch, metavar="N",
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if args.objective != "preference" and args.budget is None:
         raise InputError(f"`--budget` is required with --objective {args.objective}.")
     fresh_check_patience = parse_patience(args.fresh_check_patience, "--fresh-check-patience")
+    selection_patience = parse_patience(args.selection_patience, "--selection-patience")
     population, prior = load_population_and_prior(args.population, args.members)
     kappa_vector = None
     if args.kappa_file:
@@ -120,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         attacker_kind=args.attacker,
         individual_batch=args.individual_batch,
         attacker_refit_every=args.refit_every,
+        selection_patience=selection_patience,
         eval_every=args.eval_every,
         eval_batch=args.eval_batch,
         against=args.against,
@@ -137,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         "run": args.out,
         "steps": summary.steps,
         "selected_step": summary.selected["step"] if summary.selected else None,
+        "stopped_early_at": summary.early_stop["step"] if summary.early_stop else None,
         "in_game_attacker_auc": summary.in_game_auc,
         "utility_loss": summary.utility_loss,
         "fresh_attacker_auc": summary.fresh_attacker_auc,

@@ -4,13 +4,15 @@
 * :mod:`~bngp.game.objectives`: leakage, utility, budgets, the BGBP constraint DPH^eps.
 * :mod:`~bngp.game.best_response`: defenders' losses against a fixed differentiable attack (App. M).
 * :mod:`~bngp.game.trainer`: :class:`Game`, the general-sum GAN trainer.
+* :mod:`~bngp.game.early_stop`: ``GameConfig.selection_patience`` and :func:`replay_patience` of a full run.
 * :mod:`~bngp.game.summary`: :class:`TrainingSummary`, the frozen record of a run (``summary.json``).
 * :mod:`~bngp.game.resumable`: :func:`train_once`, a training reused when finished and resumed when interrupted.
 """
 
 from .config import ATTACKER_KINDS, CHECKPOINT_FILE, CONFIG_FILE, KAPPA_MAX, OBJECTIVES, SUMMARY_FILE, GameConfig
+from .early_stop import PatienceReplay, replay_patience
 from .summary import TrainingSummary
 from .trainer import Game
 from .resumable import RunState, run_state, train_once
 
-__all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig", "RunState", "TrainingSummary", "run_state", "train_once"]
+__all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig", "PatienceReplay", "RunState", "TrainingSummary", "replay_patience", "run_state", "train_once"]

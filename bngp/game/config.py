@@ -121,6 +121,14 @@ class GameConfig:
             of runs made before it still match.
         select_defender: keep the defender state that did best against a freshly refitted
             attacker, by the defender's own objective on ``REFIT_VALIDATION_DRAWS`` held-out draws.
+        selection_patience: stop training at step s + P * ``attacker_refit_every`` when the state
+            kept from step s has not been bettered since (P = this patience): the P scorings after
+            it, the last of them the run's final scoring, decide between them.  The run up to the
+            stop is the first part of the run without it (same draws, same updates), so the kept
+            state is the same whenever the full run keeps a state of step <= the stop's
+            (``docs/design/game.md`` gives the evidence behind the default).  None: all ``steps``.
+            Inert without selection (``select_defender`` off, no refits, or a fixed opponent).
+            :meth:`to_dict` leaves None out, so the records of runs made before it still match.
         eval_every: steps between held-out evaluations (TensorBoard, collapse check).
         eval_batch: draws in the held-out evaluation batch.
         checkpoint_every: steps between checkpoints.
@@ -168,6 +176,7 @@ class GameConfig:
     pool_copies: bool = True
     refit_releases: int | None = None
     select_defender: bool = True
+    selection_patience: int | None = None
     eval_every: int = 50
     eval_batch: int = 256
     checkpoint_every: int = 250
@@ -195,6 +204,7 @@ class GameConfig:
         if self.fresh_check_steps < 0:
             raise InputError(f"`fresh_check_steps` must be >= 0, got {self.fresh_check_steps}.")
         check_patience("fresh_check_patience", self.fresh_check_patience)
+        check_patience("selection_patience", self.selection_patience)
         if self.dp_epsilon is not None and not (math.isfinite(self.dp_epsilon) and self.dp_epsilon > 0):
             raise InputError(f"`dp_epsilon` must be a finite number > 0, got {self.dp_epsilon}.")
         if self.leakage not in get_args(Leakage):
@@ -236,11 +246,12 @@ class GameConfig:
         return weights
 
     def to_dict(self) -> dict:
-        """The settings as JSON; ``fresh_check_patience`` only when not None, ``pool_copies`` only
-        when a composed game pools (see their docstrings)."""
+        """The settings as JSON; ``fresh_check_patience`` and ``selection_patience`` only when not
+        None, ``pool_copies`` only when a composed game pools (see their docstrings)."""
         data = asdict(self)
-        if self.fresh_check_patience is None:
-            del data["fresh_check_patience"]
+        for name in ("fresh_check_patience", "selection_patience"):
+            if data[name] is None:
+                del data[name]
         if not (self.pool_copies and self.fixed_gaussian_sigmas):
             del data["pool_copies"]
         data["kappa_vector"] = None if self.kappa_vector is None else list(self.kappa_vector)

@@ -222,6 +222,12 @@ class TrainingSummary:
             refits, selection, attacker steps, defender steps, held-out evaluation, checkpoints,
             the fresh-attacker check) in this process (a resumed run times its resumed part);
             None in older summaries.
+        selections: every scoring of the defender by a freshly refitted attacker (``step``,
+            selection ``score``, ``privacy_loss``, ``utility_loss`` on the refit's held-out draws),
+            in order, the final scoring last; None without selection and in older summaries.
+        early_stop: where ``GameConfig.selection_patience`` stopped training (``step``,
+            ``patience``, ``refit_every``, ``kept_step``, the budget ``steps``); None when the run
+            trained all its steps.
 
     ``to_dict`` gives the ``summary.json`` payload (optional records are left out when None);
     ``from_dict`` reads it back, so ``TrainingSummary.from_dict(s.to_dict()) == s``.
@@ -240,6 +246,8 @@ class TrainingSummary:
     seed: int | None = None
     seeds: dict[str, int] | None = None
     timings: dict[str, dict[str, float]] | None = None
+    selections: tuple[dict[str, Any], ...] | None = None
+    early_stop: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.steps, bool) or not isinstance(self.steps, (int, np.integer)) or self.steps < 0:
@@ -267,6 +275,10 @@ class TrainingSummary:
             set_field(self, "seeds", {str(name): int(value) for name, value in self.seeds.items()})
         if self.timings is not None:
             set_field(self, "timings", _plain(self.timings))
+        if self.selections is not None:
+            set_field(self, "selections", tuple(_plain(row) for row in self.selections))
+        if self.early_stop is not None:
+            set_field(self, "early_stop", _plain(self.early_stop))
 
     # -- derived numbers ---------------------------------------------------------------------
     @property
@@ -321,6 +333,8 @@ class TrainingSummary:
             "seed": self.seed,
             "seeds": _plain(self.seeds),
             "timings": _plain(self.timings),
+            "selections": _plain(self.selections),
+            "early_stop": _plain(self.early_stop),
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return data
@@ -335,6 +349,9 @@ class TrainingSummary:
             raise DataFormatError("`history` of a training summary must be a JSON list.")
         selected = data.get("selected")
         fresh = data.get("fresh_attacker_check")
+        selections = data.get("selections")
+        if selections is not None and not isinstance(selections, list):
+            raise DataFormatError("`selections` of a training summary must be a JSON list.")
         try:
             return cls(
                 steps=_require(data, "steps", "summary"),
@@ -350,6 +367,8 @@ class TrainingSummary:
                 seed=data.get("seed"),
                 seeds=None if data.get("seeds") is None else _mapping(data["seeds"], "seeds"),
                 timings=None if data.get("timings") is None else _mapping(data["timings"], "timings"),
+                selections=None if selections is None else tuple(_mapping(row, "selections") for row in selections),
+                early_stop=None if data.get("early_stop") is None else _mapping(data["early_stop"], "early_stop"),
             )
         except DataFormatError:
             raise

@@ -79,6 +79,7 @@ from bngp.timing import PhaseTimer
 from bngp.rng import named_seeds, seeded_torch, spawn_seeds, torch_generator
 
 from . import objectives
+from .early_stop import patience_stalled
 from .config import CHECKPOINT_FILE, CONFIG_FILE, REFIT_VALIDATION_DRAWS, SUMMARY_FILE, GameConfig
 from .summary import BgbpRecord, BudgetRecord, CollapseReport, Exploitability, TrainingSummary
 
@@ -195,6 +196,11 @@ class Game:
         self.step = 0
         #: (score, step, defender state) of the best defender seen by a freshly refitted attacker.
         self.best: tuple[float, int, dict[str, torch.Tensor]] | None = None
+        #: every scoring of the defender by a freshly refitted attacker (step, selection score,
+        #: privacy and utility losses on the refit's held-out draws), in order.
+        self.selections: list[dict[str, float]] = []
+        #: the step at which ``config.selection_patience`` stopped training, None before (or without).
+        self.stopped_at: int | None = None
         self.history = _History()
         #: wall time per phase of the training (:mod:`bngp.timing`); not part of a checkpoint.
         self.timer = PhaseTimer()
@@ -413,6 +419,8 @@ class Game:
         score = objectives.selection_score(self.config, float(leakage), float(weighted), float(plain))
         if self.dp_bounds is not None:
             score = score + self.config.dp_penalty * float(self._dp_violation(torch.sigmoid(logits)))
+        self.selections.append({"step": self.step, "score": float(score), "privacy_loss": float(leakage),
+                                "utility_loss": float(plain)})
         if self.best is None or float(score) < self.best[0]:
             self.best = (float(score), self.step, copy.deepcopy(self.defender.state_dict()))
 
@@ -523,6 +531,8 @@ class Game:
             "torch_rng": torch.get_rng_state(),
             "multiplier": self.multiplier,
             "history": json.dumps(self.history.rows),
+            "selections": json.dumps(self.selections),
+            "stopped_at": -1 if self.stopped_at is None else self.stopped_at,
             "collapse_events": self.history.collapse_events,
             "timings": json.dumps(self.timer.to_dict()),
             **(
@@ -557,6 +567,9 @@ class Game:
         self.multiplier = float(payload["multiplier"])
         self.step = int(payload["step"])
         self.history = _History(json.loads(payload["history"]), int(payload["collapse_events"]))
+        if "selections" in payload:  # checkpoints written before 2026-11-26 did not keep them
+            self.selections = json.loads(payload["selections"])
+            self.stopped_at = None if int(payload["stopped_at"]) < 0 else int(payload["stopped_at"])
         if "timings" in payload:  # checkpoints written before 2026-11-24 did not keep them
             self.timer.restore(json.loads(payload["timings"]))
         if "best_defender" in payload:
@@ -588,6 +601,11 @@ class Game:
             bar = tqdm(total=self.config.steps, initial=self.step, desc="bngp train", disable=not progress)
             try:
                 while self.step < self.config.steps:
+                    if self._selection_stalled():
+                        self.stopped_at = self.step
+                        with self.timer("checkpoint"):
+                            self.save_checkpoint(checkpoint)
+                        break
                     losses = self.training_step()
                     for name, value in losses.items():
                         writer.add_scalar(f"train/{name}", value, self.step)
@@ -612,6 +630,17 @@ class Game:
         commit_run(work, run_dir, {"config": self.config.to_dict(), "seed": self.config.seed,
                                    "population_fingerprint": population_fingerprint(self.population.genotypes)})
         return summary
+
+    def _selection_stalled(self) -> bool:
+        """Whether ``config.selection_patience`` stops training before this step: at a refit step
+        s_best + P * ``attacker_refit_every``, s_best the kept state's step (the refit it would make
+        now is the run's final scoring instead, :meth:`_restore_best`)."""
+        patience, every = self.config.selection_patience, self.config.attacker_refit_every
+        if self.stopped_at is not None:  # a resumed run that had stopped
+            return True
+        if patience is None or not self.selects_defender or self.best is None:
+            return False
+        return patience_stalled(self.step, self.best[1], patience, every)
 
     def _restore_best(self) -> dict[str, Any] | None:
         """Score the final defender (one more refit), restore the best scored state and evaluate
@@ -810,6 +839,10 @@ class Game:
             seed=self.config.seed,
             seeds=self.seeds,
             timings=self.timer.to_dict(),
+            selections=tuple(self.selections) if self.selects_defender else None,
+            early_stop=None if self.stopped_at is None else {
+                "step": self.stopped_at, "patience": self.config.selection_patience,
+                "refit_every": self.config.attacker_refit_every, "kept_step": self.best[1], "steps": self.config.steps},
         )
         write_json(run_dir / SUMMARY_FILE, summary.to_dict())
         return summary
