@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 from _measure import matmul_peak_flops  # noqa: E402
 
 K, N, SNVS = 200, 100, 1000
-PATIENCES = tuple(range(1, 11))
+PATIENCES = (*range(1, 11), 12, 16)
 RESULTS = Path(__file__).resolve().parent / "results" / "selection_patience"
 
 

@@ -132,7 +132,7 @@ def composed_settings(population, members: int, composition: int) -> dict:
     return {"dp_epsilon": composition * COMPOSED_EPSILON, "fixed_gaussian_sigmas": (sigma,) * (composition - 1)}
 
 
-def _game(individuals: int, attributes: int, composition: int, seed: int, steps: int, fresh_check_steps: int,
+def _game(individuals: int, attributes: int, composition: int, seed: int, steps: int | None, fresh_check_steps: int,
           overrides: dict[str, int | float] | None):
     """The default game of one size (module docstring), untrained."""
     from bngp.data.independent import simulate_independent
@@ -142,7 +142,8 @@ def _game(individuals: int, attributes: int, composition: int, seed: int, steps:
     population = simulate_independent(individuals, individuals, attributes, seed=seed)
     members = individuals // 2
     composed = composed_settings(population, members, composition) if composition > 1 else {}
-    config = GameConfig(kappa=1.5, steps=steps, fresh_check_steps=fresh_check_steps, seed=seed, **composed,
+    budget = {} if steps is None else {"steps": steps}
+    config = GameConfig(kappa=1.5, fresh_check_steps=fresh_check_steps, seed=seed, **budget, **composed,
                         **(overrides or {}))
     return Game(population, UniformSubsetPrior(individuals, members), config)
 
@@ -157,9 +158,10 @@ def _add_flops(phases: dict, flops: dict[str, float], peak32: float, peak64: flo
             phase.update(gflop_per_call=flops[name] / 1e9, gflops=gflops, fraction_of_matmul=gflops * 1e9 / peak)
 
 
-def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps: int, threads: int, seed: int,
+def measure_one(individuals: int, attributes: int, steps: int | None, fresh_check_steps: int, threads: int, seed: int,
                 overrides: dict[str, int | float] | None = None, composition: int = 1) -> dict:
-    """Train one size in this process and return its phase record."""
+    """Train one size in this process and return its phase record; ``steps`` None trains the
+    default run itself (its budget and any early stop) and reports its own calls."""
     import torch
 
     from bngp.game import GameConfig
@@ -175,15 +177,17 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
         summary = game.train(Path(work) / "run", progress=False)
     wall = time.perf_counter() - started
     refit_rows = config.refit_releases or default_shadow_releases(individuals, game.mechanism.n_outputs)
-    budget_calls = default_calls(replace(GameConfig(), **(overrides or {})))
+    full = steps is None  # the default run itself: its calls are the default run's, whatever its stop
+    budget_calls = None if full else default_calls(replace(GameConfig(), **(overrides or {})))
     phases = {}
     for name in PHASES:
         timing = summary.timings.get(name)
         if timing is None:
             continue
         per_call = timing["seconds"] / timing["calls"]
+        calls = timing["calls"] if full else budget_calls[name]
         phases[name] = {"seconds": timing["seconds"], "calls": timing["calls"], "seconds_per_call": per_call,
-                        "default_calls": budget_calls[name], "default_seconds": per_call * budget_calls[name]}
+                        "default_calls": calls, "default_seconds": per_call * calls}
     _add_flops(phases, phase_flops(game, refit_rows), peak32, peak64)
     return {
         "individuals": individuals,
@@ -192,7 +196,10 @@ def measure_one(individuals: int, attributes: int, steps: int, fresh_check_steps
         "fixed_gaussian_sigmas": list(config.fixed_gaussian_sigmas),
         "dp_epsilon": config.dp_epsilon,
         "members": members,
-        "steps": steps,
+        "steps": summary.steps,
+        "full_default_run": full,
+        "selected_step": None if summary.selected is None else summary.selected["step"],
+        "early_stop": summary.early_stop,
         "fresh_check_steps": fresh_check_steps,
         "refit_rows": refit_rows,
         "threads": threads,
@@ -232,6 +239,16 @@ def scaling(records: list[dict]) -> dict:
     return out
 
 
+def _stop(record: dict) -> str:
+    """Where the default run stopped and what it kept (runs of the whole default budget only)."""
+    if not record.get("full_default_run"):
+        return ""
+    stop = record.get("early_stop")
+    kept = f", kept the state of step {record['selected_step']}"
+    return (f", stopped by the selection patience {stop['patience']} of a {stop['steps']}-step budget" if stop else
+            ", the whole budget") + kept
+
+
 def markdown(report: dict) -> str:
     lines = [
         "# Where the training time goes",
@@ -255,9 +272,9 @@ def markdown(report: dict) -> str:
             f"## K = {record['individuals']}, |Q| = {record['attributes']}, N = {record['members']}{composed}",
             "",
             f"matmul {record['matmul_gflops_float32']:.1f} GFLOP/s (float32), {record['matmul_gflops_float64']:.1f} "
-            f"(float64); measured run {record['wall_seconds']:.1f} s ({record['steps']} steps); peak memory "
-            f"{record['peak_memory_gib']:.2f} GiB; **projected default run {record['projected_default_seconds']:.0f} s**"
-            f"{verdict}; refit on {record['refit_rows']} releases.",
+            f"(float64); measured run {record['wall_seconds']:.1f} s ({record['steps']} steps{_stop(record)}); peak memory "
+            f"{record['peak_memory_gib']:.2f} GiB; **{'default run (measured, timed phases)' if record.get('full_default_run') else 'projected default run'} "
+            f"{record['projected_default_seconds']:.0f} s**{verdict}; refit on {record['refit_rows']} releases.",
             "",
             "| phase | s / call | calls (default) | s (default) | share | GFLOP / call | GFLOP/s | of peak |",
             "|---|---|---|---|---|---|---|---|",
@@ -321,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated KxQ sizes (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=50, help="defender steps measured per size (default: %(default)s)")
+    parser.add_argument("--full", action="store_true",
+                        help="train each size's default run itself (its whole budget, or until the defender "
+                             "selection's patience stops it) instead of --steps, and report its own calls")
     parser.add_argument("--fresh-check-steps", type=int, default=1000, help="(default: %(default)s, the GameConfig default)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
@@ -334,9 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.recount:
         return recount(Path(args.recount), Path(args.out))
+    steps = None if args.full else args.steps
     if args.one:
         k, q, m = _size(args.one)
-        print(json.dumps(measure_one(k, q, args.steps, args.fresh_check_steps, args.threads, args.seed, _overrides(args.set),
+        print(json.dumps(measure_one(k, q, steps, args.fresh_check_steps, args.threads, args.seed, _overrides(args.set),
                                      composition=m)))
         return 0
     from bngp.io_utils import write_json, write_text
@@ -348,10 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         _size(size)
     for size in sizes:
-        command = [sys.executable, __file__, "--one", size, "--steps", str(args.steps), "--threads", str(args.threads),
+        command = [sys.executable, __file__, "--one", size, *(["--full"] if args.full else ["--steps", str(args.steps)]),
+                   "--threads", str(args.threads),
                    "--fresh-check-steps", str(args.fresh_check_steps), "--seed", str(args.seed),
                    *(option for setting in args.set for option in ("--set", setting))]
-        print(f"[game_phases] {size}: training {args.steps} steps ...", file=sys.stderr, flush=True)
+        print(f"[game_phases] {size}: training {'the default run' if args.full else f'{args.steps} steps'} ...",
+              file=sys.stderr, flush=True)
         result = subprocess.run(command, capture_output=True, text=True, check=True)
         record = json.loads(result.stdout.strip().splitlines()[-1])
         records.append(record)

@@ -59,3 +59,15 @@ def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
         assert recounted[name]["seconds_per_call"] == phase["seconds_per_call"]
         if "gflops" in phase:
             assert recounted[name]["gflop_per_call"] == pytest.approx(phase["gflop_per_call"])
+
+
+def test_the_default_run_itself_is_measured_with_its_own_calls(tmp_path):
+    """--full trains the default budget (here stopped early by a selection patience of 1) and
+    reports the calls the run made, not a projection to 1,500 steps."""
+    assert main(["--sizes", "30x60", "--full", "--fresh-check-steps", "2", "--set", "selection_patience=1",
+                 "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "game_phases.json").read_text())["records"][0]
+    assert record["full_default_run"] and record["early_stop"]["step"] == record["steps"] < 1500
+    assert record["phases"]["attacker steps"]["default_calls"] == record["phases"]["attacker steps"]["calls"] == record["steps"]
+    assert record["projected_default_seconds"] == pytest.approx(sum(p["seconds"] for p in record["phases"].values()))
+    assert "stopped by the selection patience 1 of a 1500-step budget" in (tmp_path / "game_phases.md").read_text()
