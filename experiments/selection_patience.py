@@ -97,6 +97,17 @@ def replays(records: list[dict]) -> dict:
     return table
 
 
+def smallest_safe_patience(selections: list[dict], refit_every: int, largest: int = 60) -> int | None:
+    """The smallest P from which every patience up to ``largest`` keeps the full run's state."""
+    from bngp.game import replay_patience
+
+    safe = [replay_patience(selections, patience, refit_every).same_state for patience in range(1, largest + 1)]
+    for patience in range(1, largest + 1):
+        if all(safe[patience - 1:]):
+            return patience
+    return None
+
+
 def report(records: list[dict]) -> str:
     table = replays(records)
     lines = [
@@ -104,12 +115,14 @@ def report(records: list[dict]) -> str:
         "",
         f"`python experiments/selection_patience.py` (K = {K}, N = {N}, |Q| = {SNVS}, simulated CEU population, "
         "default game, 1,500 steps, a scoring every 50; fresh-attacker check skipped). Each run trained its "
-        "whole budget once; every patience is replayed exactly from its scorings (`bngp.game.replay_patience`).",
+        "whole budget once; every patience is replayed exactly from its scorings (`bngp.game.replay_patience`). "
+        "`train s`: wall time of the run with two or three such runs sharing the two cores (not a benchmark).",
         "",
         "## The full runs",
         "",
-        "| run | kept step | kept score | privacy loss | utility loss | scorings that bettered the kept state before it | train s | matmul GFLOP/s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | kept step | kept score | privacy loss | utility loss | scorings that bettered the kept state before it | "
+        "smallest patience keeping it | train s | matmul GFLOP/s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for record in records:
         rows = record["selections"]
@@ -120,7 +133,8 @@ def report(records: list[dict]) -> str:
                 best = row["score"]
                 improvements.append(row["step"])
         lines.append(f"| {record['name']} | {kept['step']} | {kept['score']:.5f} | {kept['privacy_loss']:.5f} | "
-                     f"{kept['utility_loss']:.5f} | {', '.join(map(str, improvements))} | {record['train_seconds']:.0f} | "
+                     f"{kept['utility_loss']:.5f} | {', '.join(map(str, improvements))} | "
+                     f"{smallest_safe_patience(rows, record['config']['attacker_refit_every'])} | {record['train_seconds']:.0f} | "
                      f"{record['matmul_gflops_float32']:.0f} |")
     lines += [
         "",

@@ -250,12 +250,17 @@ def _stop(record: dict) -> str:
 
 
 def markdown(report: dict) -> str:
+    full = all(record.get("full_default_run") for record in report["records"])
+    budget = ("each size trained its default run itself (its budget, or until the selection patience stopped "
+              "it) plus the fresh-attacker check; the default-run time is the sum of its timed phases. "
+              if full else
+              "each size trained for the given steps plus the default fresh-attacker check; the default-budget "
+              "time is seconds per call x the calls of a 1,500-step run that no patience stops. ")
     lines = [
         "# Where the training time goes",
         "",
         f"`{report['command']}` (seed {report['seed']}, {report['threads']} thread(s)). Default game "
-        "(`GameConfig()`, kappa 1.5); each size trained for the given steps plus the default fresh-attacker "
-        "check; the default-budget time is seconds per call x the calls of a 1,500-step run. "
+        f"(`GameConfig()`, kappa 1.5); {budget}"
         "`of peak`: achieved FLOP/s over the matmul FLOP/s measured in the same process (float32 for the "
         "networks, float64 for the ridge fit).",
         "",

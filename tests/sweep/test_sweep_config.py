@@ -146,9 +146,10 @@ def test_attacker_patience_enters_a_cells_key_only_when_on(sweep_population, mon
 
 
 def test_a_bngp_cell_that_keeps_every_fresh_check_step_keeps_its_key(sweep_population):
-    """``fresh_check_patience: null`` in the game table (all the fresh attacker's steps, the only
-    behaviour before the setting existed) gives a BNGP cell the key it had then, computed by the
-    code of commit 2df070d; the default early stopping gives another."""
+    """``fresh_check_patience: null`` and ``selection_patience: null`` in the game table (all the
+    fresh attacker's steps and all the game's, the only behaviour before the settings existed) give
+    a BNGP cell the key it had then, computed by the code of commit 2df070d; the default early
+    stopping gives another."""
     from bngp.sweep.cells import plan_cells
     from bngp.sweep.config import SweepConfig
     from bngp.sweep.runner import load_datasets
@@ -161,5 +162,6 @@ def test_a_bngp_cell_that_keeps_every_fresh_check_step_keeps_its_key(sweep_popul
         (cell,) = plan_cells(config, load_datasets(config))
         return cell.key
 
-    assert key(fresh_check_patience=None) == "0f89a54f18471487c2c9"
+    assert key(fresh_check_patience=None, selection_patience=None) == "0f89a54f18471487c2c9"
     assert key() != "0f89a54f18471487c2c9" and key() != key(fresh_check_patience=2)
+    assert key(fresh_check_patience=None) != "0f89a54f18471487c2c9"  # the game's early stopping is in the key
