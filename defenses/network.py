@@ -168,6 +168,19 @@ class Defender(nn.Module):
             return uniform
         return torch.cat([uniform, torch.randn((n, self.spec.n_outputs), generator=generator)], dim=1)
 
+    @torch.no_grad()
+    def is_data_independent(self) -> bool:
+        """Whether G releases t = f(theta) whatever (b, r): shrinkage alpha = 1 on every attribute,
+        G's output layer (and the linear skip) exactly zero, so sigmoid(0) - 0.5 = 0, and no
+        full-rank noise (sigma = 0): the state training starts from (``GameConfig`` defaults).
+        The release then carries no information on the dataset (up to float64 rounding of
+        x_hat + (t - x_hat), which the float32 release does not keep)."""
+        output = self.net[-1]
+        return (self.shrink_weight is not None and bool((self.shrink_weight == 1).all())
+                and not bool(output.weight.any()) and not bool(output.bias.any())
+                and (self.skip is None or not bool(self.skip.weight.any()))
+                and (self.noise_scale is None or not bool(self.noise_scale.any())))
+
     def noise_scales(self) -> torch.Tensor | None:
         """sigma, the learned per-attribute scale of the full-rank Gaussian noise (None without it)."""
         return None if self.noise_scale is None else self.noise_scale.detach().clone()

@@ -690,6 +690,8 @@ class Game:
                                         patience=self.config.fresh_check_patience)
         test_seed, linear_seed = spawn_seeds(seed, 2)
         x, b = self.release_sampler(test_seed)(512)
+        if self._releases_data_independent(x):
+            return self._data_independent_check(steps, config.patience)
         labels = b.cpu().numpy()
         check: dict[str, Any] = {}
         fits = self._converged_linear_fits(linear_seed)
@@ -729,6 +731,38 @@ class Game:
             outside = (probabilities < lower - 1e-6) | (probabilities > upper + 1e-6)
             check["dp_bound_violation_rate"] = float(outside.float().mean())
         return check
+
+    def _releases_data_independent(self, x: torch.Tensor) -> bool:
+        """Whether no attacker can do better than the prior against the frozen defender: G releases
+        f(theta) whatever the data (:meth:`Defender.is_data_independent`), nothing else is released
+        (no fixed composed copies), the check's releases ``x`` are identical bit for bit, and the prior
+        is the same for every individual (with individual priors, ranking by the prior alone beats
+        0.5 on any release)."""
+        theta = np.asarray(self.theta)
+        return (not self.config.fixed_gaussian_sigmas and self.defender.is_data_independent()
+                and bool((x == x[0]).all()) and float(theta.max() - theta.min()) == 0.0)
+
+    def _data_independent_check(self, steps: int, patience: int | None) -> dict:
+        """The fresh-attacker check of a data-independent release, without fitting: the release is
+        independent of b, so every attacker's posterior is the (exchangeable) prior and every
+        individual ties: AUC 0.5, cross-entropy the prior entropy (no attacker is trained)."""
+        return {
+            "data_independent": True,
+            "statement": "the defender releases f(theta) whatever the data (shrinkage 1, zero output, no noise; "
+                         "the check's 512 releases identical) under an exchangeable prior: every attacker's "
+                         "posterior is the prior, so no attacker was fitted",
+            "linear_auc": 0.5, "whitened_auc": 0.5, "steps": steps, "patience": patience, "auc": 0.5,
+            "bgp_risk": self.prior_entropy, "prior_entropy": self.prior_entropy, "warm_start": None,
+            "training_curve": None, "strongest_auc": 0.5,
+            **({"dp_bound_violation_rate": self._prior_dp_violation_rate()} if self.dp_bounds is not None else {}),
+        }
+
+    def _prior_dp_violation_rate(self) -> float:
+        """The share of outputs outside the DPH^eps bounds of an attacker that outputs the prior
+        (0 for the bounds of :func:`objectives.dp_bounds`, theta e^-eps <= theta <= theta e^eps)."""
+        lower, upper = self.dp_bounds
+        prior = torch.as_tensor(np.asarray(self.theta), dtype=lower.dtype, device=lower.device).expand_as(lower)
+        return float(((prior < lower - 1e-6) | (prior > upper + 1e-6)).float().mean())
 
     def _converged_linear_fits(self, seed: int) -> dict[str, tuple[LinearFit, LearningCurve]]:
         """The linear and whitened attackers fitted to convergence on the same shadow releases of the
