@@ -181,6 +181,8 @@ def thin_svd(
     the same product on that side (:func:`fit_ridge` then works in the dual form).
     """
     rows, columns = matrix.shape
+    if not bool(matrix.any()):  # releases that do not vary (centred to exactly 0): nothing to fit, no Gram matrix
+        return matrix.new_zeros((rows, 0)), matrix.new_zeros(0), matrix.new_zeros((0, columns))
     if rows <= columns:
         eigenvalues, left = symmetric_eigh(gram(matrix.T))
     else:
@@ -218,9 +220,14 @@ def symmetric_eigh(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     On the CPU through scipy's LAPACK divide and conquer (``driver="evd"``), faster than
     torch's (5,000 x 5,000 in float64 on one core: 20 s against 27-29 s, eigenvalues equal to
     1e-15 relative); when divide and conquer fails to converge (near-zero matrices with many
-    repeated eigenvalues, such as the Gram matrix of releases that do not vary), through the
-    SVD instead, which always converges (for a symmetric positive semi-definite matrix both
-    give the same decomposition)."""
+    repeated eigenvalues), through the SVD instead, which always converges (for a symmetric
+    positive semi-definite matrix both give the same decomposition).  The zero matrix (the Gram
+    matrix of releases that do not vary, e.g. of the data-independent release every game starts
+    from) is answered without LAPACK: eigenvalues 0, eigenvectors the identity (a paper-scale
+    refit on such releases spent a minute in the SVD fallback)."""
+    if not bool(matrix.any()):  # the zero matrix (the Gram matrix of releases that do not vary): exact, free
+        size = matrix.shape[0]
+        return matrix.new_zeros(size), torch.eye(size, dtype=matrix.dtype, device=matrix.device)
     try:
         if matrix.device.type == "cpu" and not matrix.requires_grad:
             values, vectors = scipy.linalg.eigh(matrix.numpy(), driver="evd")

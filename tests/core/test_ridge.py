@@ -552,3 +552,26 @@ def test_fit_converged_at_a_short_capped_step_is_not_converged_by_the_raw_gain()
     _, curve = fit_converged(_scripted({20: 0.60, 40: 0.62, 50: 0.624}, seen), sampler, start=20, maximum=50,
                              validation=sampler(30), tolerance=0.005)
     assert curve.releases == (20, 40, 50) and not curve.converged
+
+
+def test_the_zero_matrix_is_diagonalised_without_lapack(monkeypatch):
+    """The Gram matrix of releases that do not vary (the data-independent release every game starts
+    from) is exactly zero: eigenvalues 0, eigenvectors the identity, without calling LAPACK (whose
+    divide and conquer fails on it and falls back to a slow SVD); a fit on such releases predicts the
+    prior, as before."""
+    import scipy.linalg
+
+    from bngp.ridge import fit_ridge, symmetric_eigh
+
+    def no_lapack(*args, **kwargs):
+        raise AssertionError("LAPACK called on the zero matrix")
+
+    monkeypatch.setattr(scipy.linalg, "eigh", no_lapack)
+    monkeypatch.setattr(torch.linalg, "eigh", no_lapack)
+    values, vectors = symmetric_eigh(torch.zeros(50, 50, dtype=torch.float64))
+    assert torch.equal(values, torch.zeros(50, dtype=torch.float64)) and torch.equal(vectors, torch.eye(50, dtype=torch.float64))
+    releases = torch.full((40, 30), 0.25)
+    memberships = (torch.rand(40, 10, generator=torch.Generator().manual_seed(0)) < 0.5).float()
+    prior = torch.full((10,), 0.5, dtype=torch.float64)
+    fit = fit_ridge(releases, memberships, (releases[:8], memberships[:8]), prior_mean=prior)
+    assert not bool(fit.weights.any()) and torch.equal(fit.predict(releases[:3]), prior.expand(3, 10)) and fit.score == 0.5
