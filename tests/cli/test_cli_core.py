@@ -193,6 +193,8 @@ def empty_population(tmp_path):
         ("good", ["--kappa", "-1"], "kappa"),
         ("good", ["--fresh-check-patience", "0"], "`--fresh-check-patience` must be an integer >= 1 or none"),
         ("good", ["--fresh-check-patience", "x"], "`--fresh-check-patience` must be an integer >= 1 or none"),
+        ("good", ["--selection-patience", "0"], "`--selection-patience` must be an integer >= 1 or none"),
+        ("good", ["--selection-patience", "x"], "`--selection-patience` must be an integer >= 1 or none"),
     ],
 )
 def test_train_bad_input(population, extra, fragment, tmp_path, capsys, small_population_file, request):
@@ -385,3 +387,22 @@ def test_train_fresh_check_patience_reaches_the_check(patience, recorded, small_
     assert config.get("fresh_check_patience", "left out") == ("left out" if recorded is None else recorded)
     check = json.loads((out / "summary.json").read_text())["fresh_attacker_check"]
     assert check["patience"] == recorded and check["steps"] == 3
+
+
+@pytest.mark.parametrize("patience", ["none", "1"])
+def test_train_selection_patience_stops_the_run_and_says_where(patience, small_population_file, tmp_path, capsys):
+    """--selection-patience 1 stops training once the kept state has not been bettered by the next
+    scoring; the printed report and summary.json say where; none trains every step."""
+    out = tmp_path / "run"
+    code, printed, err = run_cli(capsys, "train", "--quiet", "--population", small_population_file, "--members", 20,
+                                 "--kappa", "1.5", "--steps", 40, "--refit-every", 4, "--fresh-check-steps", 0,
+                                 "--selection-patience", patience, "--out", out)
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    report = json.loads(printed)
+    if patience == "none":
+        assert summary["steps"] == 40 and "early_stop" not in summary and report["stopped_early_at"] is None
+    else:
+        stop = summary["early_stop"]
+        assert stop["patience"] == 1 and stop["step"] == summary["steps"] == report["stopped_early_at"] < 40
+        assert stop["step"] - stop["kept_step"] <= 4 and [row["step"] for row in summary["selections"]][-1] == stop["step"]
