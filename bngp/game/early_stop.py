@@ -76,10 +76,11 @@ def replay_patience(selections: Sequence[dict[str, Any]], patience: int, refit_e
     full = _best(rows)
     last_step = int(rows[-1]["step"])
     stop, kept = last_step, full
-    for index, row in enumerate(rows[1:], start=1):
-        best_before = _best(rows[:index])
-        if int(row["step"]) < last_step and patience_stalled(int(row["step"]), int(best_before["step"]), patience, refit_every):
-            stop, kept = int(row["step"]), _best(rows[: index + 1])  # the scoring at the stop is the final one
+    best = rows[0]  # the state kept from the scorings before the current one
+    for row in rows[1:]:
+        if int(row["step"]) < last_step and patience_stalled(int(row["step"]), int(best["step"]), patience, refit_every):
+            stop, kept = int(row["step"]), _best([best, row])  # the scoring at the stop is the final one
             break
+        best = _best([best, row])
     return PatienceReplay(patience, stop, int(kept["step"]), float(kept["score"]), int(full["step"]), float(full["score"]),
                           int(kept["step"]) == int(full["step"]), stop / last_step if last_step else 1.0)

@@ -727,10 +727,13 @@ class Game:
         })
         check["strongest_auc"] = max(check["auc"], check["linear_auc"], check["whitened_auc"])
         if self.dp_bounds is not None:
-            lower, upper = self.dp_bounds
-            outside = (probabilities < lower - 1e-6) | (probabilities > upper + 1e-6)
-            check["dp_bound_violation_rate"] = float(outside.float().mean())
+            check["dp_bound_violation_rate"] = self._dp_bound_violation_rate(probabilities)
         return check
+
+    def _dp_bound_violation_rate(self, probabilities: torch.Tensor) -> float:
+        """The share of an attacker's probabilities (R, K) outside the DPH^eps bounds."""
+        lower, upper = self.dp_bounds
+        return float(((probabilities < lower - 1e-6) | (probabilities > upper + 1e-6)).float().mean())
 
     def _releases_data_independent(self, x: torch.Tensor) -> bool:
         """Whether no attacker can do better than the prior against the frozen defender: G releases
@@ -754,15 +757,11 @@ class Game:
             "linear_auc": 0.5, "whitened_auc": 0.5, "steps": steps, "patience": patience, "auc": 0.5,
             "bgp_risk": self.prior_entropy, "prior_entropy": self.prior_entropy, "warm_start": None,
             "training_curve": None, "strongest_auc": 0.5,
-            **({"dp_bound_violation_rate": self._prior_dp_violation_rate()} if self.dp_bounds is not None else {}),
+            # an attacker at the prior (0 for the bounds of objectives.dp_bounds, which contain theta)
+            **({"dp_bound_violation_rate": self._dp_bound_violation_rate(
+                torch.as_tensor(np.asarray(self.theta), dtype=self.dp_bounds[0].dtype, device=self.dp_bounds[0].device)
+            )} if self.dp_bounds is not None else {}),
         }
-
-    def _prior_dp_violation_rate(self) -> float:
-        """The share of outputs outside the DPH^eps bounds of an attacker that outputs the prior
-        (0 for the bounds of :func:`objectives.dp_bounds`, theta e^-eps <= theta <= theta e^eps)."""
-        lower, upper = self.dp_bounds
-        prior = torch.as_tensor(np.asarray(self.theta), dtype=lower.dtype, device=lower.device).expand_as(lower)
-        return float(((prior < lower - 1e-6) | (prior > upper + 1e-6)).float().mean())
 
     def _converged_linear_fits(self, seed: int) -> dict[str, tuple[LinearFit, LearningCurve]]:
         """The linear and whitened attackers fitted to convergence on the same shadow releases of the
