@@ -343,12 +343,20 @@ def test_a_defense_built_in_code_never_takes_the_spec_of_an_earlier_one(tmp_path
 
 
 def test_reproductions_train_every_step_of_their_fresh_attackers(reproduced: Path) -> None:
-    """Reproductions (the frontier's defenders included) pin ``fresh_check_patience`` to None, so
-    their runs record the config of the runs stored before early stopping existed, and the check
-    trains for all its steps."""
+    """Reproductions (the frontier's defenders included) pin ``fresh_check_patience`` and
+    ``selection_patience`` to None, so their runs record the config of the runs stored before early
+    stopping existed, train every step, and the check trains for all its steps (unless the delivered
+    defender is the data-independent release, which is checked exactly, without an attacker)."""
     runs = [path.parent for path in reproduced.rglob("config.json") if (path.parent / "summary.json").is_file()]
     assert any("frontier" in str(run) for run in runs) and len(runs) >= 3
     for run in runs:
-        assert "fresh_check_patience" not in json.loads((run / "config.json").read_text())["config"]
-        check = json.loads((run / "summary.json").read_text())["fresh_attacker_check"]
-        assert check["patience"] is None and check["training_curve"]["steps"][-1] == check["steps"]
+        config = json.loads((run / "config.json").read_text())["config"]
+        assert "fresh_check_patience" not in config and "selection_patience" not in config
+        summary = json.loads((run / "summary.json").read_text())
+        assert "early_stop" not in summary and summary["steps"] == config["steps"]
+        check = summary["fresh_attacker_check"]
+        assert check["patience"] is None
+        if check.get("data_independent"):
+            assert check["training_curve"] is None and check["strongest_auc"] == 0.5
+        else:
+            assert check["training_curve"]["steps"][-1] == check["steps"]
