@@ -108,8 +108,8 @@ def smallest_safe_patience(selections: list[dict], refit_every: int, largest: in
     return None
 
 
-def report(records: list[dict]) -> str:
-    table = replays(records)
+def report(records: list[dict], table: dict) -> str:
+    """The Markdown report of the full runs and of their replays (:func:`replays`)."""
     lines = [
         "# Selection patience: which patience keeps the state a full run keeps",
         "",
@@ -181,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     records = [json.loads(path.read_text()) for path in sorted((args.out / "runs").glob("*.json"))]
     if records:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "report.md").write_text(report(records))
+        table = replays(records)
+        (args.out / "report.md").write_text(report(records, table))
         (args.out / "report.json").write_text(json.dumps({"records": [r["name"] for r in records],
-                                                          "replays": {str(p): e for p, e in replays(records).items()}},
+                                                          "replays": {str(p): e for p, e in table.items()}},
                                                          indent=2) + "\n")
     return 0
 

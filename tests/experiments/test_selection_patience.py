@@ -26,5 +26,5 @@ def test_smallest_safe_patience_and_the_report():
     table = replays([flat, late])
     assert table[2]["same_state"] == 1 and table[3]["same_state"] == 2
     assert table[2]["runs"][1]["kept_step"] == 0 and table[2]["runs"][1]["relative_gap"] == (1.0 - 0.7) / 0.7
-    text = report([flat, late])
+    text = report([flat, late], table)
     assert "| late | 150 | 0.70000 |" in text and "| 2 | 1 of 2 |" in text and "100 / 0*" in text
