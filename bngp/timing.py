@@ -3,7 +3,10 @@ references a timing is read against: the machine's matmul throughput measured in
 (:func:`matmul_flops`) and the process's peak memory (:func:`peak_rss_bytes`).
 
 A :class:`PhaseTimer` accumulates ``time.perf_counter`` intervals by name; phases must not
-nest (each interval is counted once), so the totals add up to the time covered.
+nest (each interval is counted once), so the totals add up to the time covered.  On a GPU the
+work a phase queues may still be running when its Python code returns: a timer given a
+``synchronize`` callable (``torch.cuda.synchronize``) waits for the device at both ends of every
+phase, so that each phase is charged with its own kernels.
 """
 
 from __future__ import annotations
@@ -11,29 +14,35 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PhaseTimer", "matmul_flops", "peak_rss_bytes"]
+__all__ = ["PhaseTimer", "matmul_flops", "peak_rss_bytes", "peak_device_bytes"]
 
 
 class PhaseTimer:
-    """Accumulated seconds and call counts per phase name, in first-use order."""
+    """Accumulated seconds and call counts per phase name, in first-use order; ``synchronize``
+    (e.g. ``torch.cuda.synchronize``) is called before a phase's clock starts and before it stops."""
 
-    def __init__(self) -> None:
+    def __init__(self, synchronize: Callable[[], object] | None = None) -> None:
         self.seconds: dict[str, float] = {}
         self.calls: dict[str, int] = {}
+        self._synchronize = synchronize
 
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
+        if self._synchronize is not None:
+            self._synchronize()
         start = time.perf_counter()
         try:
             yield
         finally:
+            if self._synchronize is not None:
+                self._synchronize()
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
             self.calls[name] = self.calls.get(name, 0) + 1
 
@@ -47,22 +56,29 @@ class PhaseTimer:
         self.calls = {name: int(entry["calls"]) for name, entry in phases.items()}
 
 
-def matmul_flops(size: int = 2048, repeats: int = 8, dtype: "torch.dtype | None" = None) -> float:
-    """Matmul throughput (FLOP/s) of this machine, measured now with torch's threads: the best of
-    three timings of ``repeats`` products of two ``size`` x ``size`` matrices (2 size^3 FLOP each)
-    in ``dtype`` (default float32), after two warm-up products."""
+def matmul_flops(size: int = 2048, repeats: int = 8, dtype: "torch.dtype | None" = None,
+                 device: "torch.device | str" = "cpu") -> float:
+    """Matmul throughput (FLOP/s) of ``device``, measured now (on the CPU with torch's threads):
+    the best of three timings of ``repeats`` products of two ``size`` x ``size`` matrices
+    (2 size^3 FLOP each) in ``dtype`` (default float32), after two warm-up products.  On a GPU
+    the clock waits for the device (``torch.cuda.synchronize``) and the products use torch's
+    float32 matmul precision as the networks do (``torch.get_float32_matmul_precision()``)."""
     import torch
 
     dtype = torch.float32 if dtype is None else dtype
-    a = torch.randn(size, size, dtype=dtype)
-    b = torch.randn(size, size, dtype=dtype)
+    device = torch.device(device)
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    a = torch.randn(size, size, dtype=dtype, device=device)
+    b = torch.randn(size, size, dtype=dtype, device=device)
     for _ in range(2):
         a @ b
+    sync()
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
         for _ in range(repeats):
             a @ b
+        sync()
         best = min(best, time.perf_counter() - start)
     return 2.0 * size**3 * repeats / best
 
@@ -72,3 +88,12 @@ def peak_rss_bytes() -> int:
     A high-water mark: it includes everything the process ran before."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def peak_device_bytes(device: "torch.device | str") -> int:
+    """Peak memory torch allocated on the CUDA ``device`` in this process so far
+    (``torch.cuda.max_memory_allocated``); 0 for the CPU, whose peak is :func:`peak_rss_bytes`."""
+    import torch
+
+    device = torch.device(device)
+    return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else 0

@@ -202,8 +202,9 @@ class Game:
         #: the step at which ``config.selection_patience`` stopped training, None before (or without).
         self.stopped_at: int | None = None
         self.history = _History()
-        #: wall time per phase of the training (:mod:`bngp.timing`); not part of a checkpoint.
-        self.timer = PhaseTimer()
+        #: wall time per phase of the training (:mod:`bngp.timing`; on a GPU each phase waits for
+        #: its kernels); not part of a checkpoint.
+        self.timer = PhaseTimer(partial(torch.cuda.synchronize, self.device) if self.device.type == "cuda" else None)
         self.opponent = self._build_opponent() if config.against != "bayesian" else None
         self.dp_bounds = None
         if config.dp_epsilon is not None:

@@ -1,22 +1,41 @@
-"""Shared measuring helpers for the benchmarks: the machine's float32 matmul peak, peak memory."""
+"""Shared measuring helpers for the benchmarks: the device's float32 matmul peak, peak memory."""
 
 from __future__ import annotations
 
 import torch
 
-from bngp.timing import matmul_flops, peak_rss_bytes
+from bngp.timing import matmul_flops, peak_device_bytes, peak_rss_bytes
 
-__all__ = ["matmul_peak_flops", "peak_memory_gib", "linear_flops"]
+__all__ = ["matmul_peak_flops", "peak_memory_gib", "peak_device_memory_gib", "device_description", "linear_flops"]
+
+#: matmul sizes of the reference measurement: 2048 on the CPU (about a second on one core);
+#: 8192 on a GPU, where smaller products leave the chip partly idle.
+REFERENCE_SIZE = {"cpu": 2048, "cuda": 8192}
 
 
-def matmul_peak_flops(size: int = 2048, repeats: int = 8, dtype: torch.dtype = torch.float32) -> float:
-    """Matmul throughput (FLOP/s) of this machine in ``dtype`` (:func:`bngp.timing.matmul_flops`)."""
-    return matmul_flops(size, repeats, dtype)
+def matmul_peak_flops(size: int | None = None, repeats: int = 8, dtype: torch.dtype = torch.float32,
+                      device: torch.device | str = "cpu") -> float:
+    """Matmul throughput (FLOP/s) of ``device`` in ``dtype`` (:func:`bngp.timing.matmul_flops`)."""
+    device = torch.device(device)
+    return matmul_flops(REFERENCE_SIZE[device.type] if size is None else size, repeats, dtype, device)
 
 
 def peak_memory_gib() -> float:
     """Peak resident memory of this process so far (GiB; :func:`bngp.timing.peak_rss_bytes`)."""
     return peak_rss_bytes() / 2**30
+
+
+def peak_device_memory_gib(device: torch.device | str) -> float:
+    """Peak memory torch allocated on a CUDA ``device`` so far (GiB); 0 on the CPU."""
+    return peak_device_bytes(device) / 2**30
+
+
+def device_description(device: torch.device | str) -> str:
+    """``cpu`` or the GPU's name (``cuda:0 (NVIDIA H100 80GB HBM3)``), for the reports."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return "cpu"
+    return f"{device} ({torch.cuda.get_device_name(device)})"
 
 
 def linear_flops(module: torch.nn.Module, batch: int) -> float:
