@@ -49,6 +49,7 @@ def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
             sum(phase["seconds_per_call"] * phase["default_calls"] for phase in record["phases"].values()))
         assert record["phases"]["attacker steps"]["default_calls"] == 1500
         assert record["phases"]["refit: fit"]["gflop_per_call"] > 0 and record["matmul_gflops_float32"] > 0
+        assert record["device"] == "cpu" and record["peak_device_memory_gib"] == 0.0
     markdown = (tmp_path / "game_phases.md").read_text()
     assert "composition of 3 (Table 5: 2 fixed Gaussian mechanisms" in markdown
     # --recount rebuilds the games and recomputes the FLOP columns from the saved seconds

@@ -1,0 +1,61 @@
+"""bngp.timing: phase totals, the device synchronisation around each phase, the matmul reference."""
+
+import time
+
+import pytest
+import torch
+
+from bngp.timing import PhaseTimer, matmul_flops, peak_device_bytes, peak_rss_bytes
+
+
+def test_phases_accumulate_seconds_and_calls_in_first_use_order():
+    timer = PhaseTimer()
+    for _ in range(2):
+        with timer("b"):
+            time.sleep(0.01)
+    with timer("a"):
+        pass
+    totals = timer.to_dict()
+    assert list(totals) == ["b", "a"] and totals["b"]["calls"] == 2 and totals["a"]["calls"] == 1
+    assert totals["b"]["seconds"] >= 0.02
+    resumed = PhaseTimer()
+    resumed.restore(totals)
+    with resumed("a"):
+        pass
+    assert resumed.calls == {"b": 2, "a": 2} and resumed.seconds["b"] == totals["b"]["seconds"]
+
+
+def test_a_synchronising_timer_waits_before_and_after_each_phase_and_counts_the_wait():
+    """The wait after the phase's code is part of the phase (a GPU's queued kernels), the wait
+    before it is not (the previous phase's kernels)."""
+    events = []
+
+    def synchronize():
+        events.append("sync")
+        time.sleep(0.02)
+
+    timer = PhaseTimer(synchronize)
+    with timer("step"):
+        events.append("work")
+    assert events == ["sync", "work", "sync"]
+    assert 0.02 <= timer.seconds["step"] < 0.04 + 0.5  # one wait inside (a noisy host may add more)
+    with pytest.raises(ValueError):
+        with timer("failing"):
+            raise ValueError("the phase failed")
+    assert events[-1] == "sync" and timer.calls["failing"] == 1  # synchronised and counted even so
+
+
+def test_matmul_reference_and_memory_readings():
+    torch.set_num_threads(1)
+    flops = matmul_flops(256, 2)
+    assert 1e8 < flops < 1e14  # 2 * 256^3 * 2 FLOP timed; any real CPU lies in this range
+    assert matmul_flops(256, 2, torch.float64, device="cpu") > 1e8
+    assert peak_rss_bytes() > 50 * 2**20  # torch alone is resident
+    assert peak_device_bytes("cpu") == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_matmul_reference_and_peak_memory_on_a_gpu():
+    assert matmul_flops(1024, 2, device="cuda") > 1e11
+    torch.empty(2**20, device="cuda")
+    assert peak_device_bytes("cuda") >= 4 * 2**20
