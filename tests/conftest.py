@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
+from threadpoolctl import threadpool_limits
 
 from bngp.data.independent import simulate_independent
 from bngp.data.npz import save_population
 
-torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+# pytest-xdist runs the suite in one worker per core (pyproject's addopts): each worker then keeps
+# to one thread (torch, the BLAS pools, the processes tests start); alone, the suite takes up to 2.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    threadpool_limits(1)
+    torch.set_num_threads(1)
+else:
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
 
 
 @pytest.fixture(scope="session")
