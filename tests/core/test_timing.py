@@ -59,3 +59,19 @@ def test_matmul_reference_and_peak_memory_on_a_gpu():
     assert matmul_flops(1024, 2, device="cuda") > 1e11
     torch.empty(2**20, device="cuda")
     assert peak_device_bytes("cuda") >= 4 * 2**20
+
+
+@pytest.mark.parametrize("setting, expected", [(None, "1"), ("0", "0")])
+def test_importing_bngp_puts_large_tensors_on_huge_pages_unless_the_user_chose(setting, expected):
+    """bngp sets THP_MEM_ALLOC_ENABLE=1 (torch's huge-page advice for CPU tensors of 2 MiB and
+    more, read at torch's first allocation) before torch allocates; a user's own value stays."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    if setting is not None:
+        env["THP_MEM_ALLOC_ENABLE"] = setting
+    code = "import os, bngp; print(os.environ['THP_MEM_ALLOC_ENABLE'])"
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert output.strip() == expected
