@@ -7,8 +7,9 @@ float32 and float64 matmul throughput with the same threads.  Reports each attac
 (fit + scoring), its share, the total against the issue's target (<= 180 s at K = 800,
 |Q| = 5000), peak memory and each attack's AUC (so a faster run can be checked to be as
 strong).  ``--device cuda`` runs the attacks that can use a GPU there (:mod:`bngp.device`) and
-measures the matmul references on it.  The converged linear fits report their learning curves; their cost is dominated by
-one |Q| x |Q| eigendecomposition per size of the curve (see ``docs/results.md``, Speed).
+measures the matmul references on it.  The converged linear fits report their learning curves;
+their cost is dominated by one |Q| x |Q| eigendecomposition per size of the curve (see
+``docs/results.md``, Speed).
 
 Usage::
 
@@ -22,6 +23,8 @@ import argparse
 import sys
 import time
 from pathlib import Path
+
+from bngp.device import DEVICE_NAMES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -40,7 +43,6 @@ def measure(individuals: int, snvs: int, defense_spec: str, releases: int, threa
     from bngp.data.priors import UniformSubsetPrior
     from bngp.defenses.registry import DefenseContext, parse_defense_spec
     from bngp.evaluate import evaluate_defense
-
     from bngp.device import resolve_device
 
     torch.set_num_threads(threads)
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--releases", type=int, default=50, help="(default: %(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu",
+    parser.add_argument("--device", choices=DEVICE_NAMES, default="cpu",
                         help="where the attacks that can use a GPU run (default: %(default)s)")
     parser.add_argument("--out", default="experiments/results/benchmarks", help="output folder (default: %(default)s)")
     args = parser.parse_args(argv)

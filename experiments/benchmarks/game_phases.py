@@ -47,6 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bngp.device import DEVICE_NAMES
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import (  # noqa: E402
     device_description, linear_flops, matmul_peak_flops, peak_device_memory_gib, peak_memory_gib)
@@ -171,7 +173,6 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
 
     from bngp.game import GameConfig
     from bngp.ridge import default_shadow_releases
-
     from bngp.device import resolve_device
 
     torch.set_num_threads(threads)
@@ -367,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                              "selection's patience stops it) instead of --steps, and report its own calls")
     parser.add_argument("--fresh-check-steps", type=int, default=1000, help="(default: %(default)s, the GameConfig default)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu",
+    parser.add_argument("--device", choices=DEVICE_NAMES, default="cpu",
                         help="where the game trains (bngp.device; default: %(default)s, the CPU measurements)")
     parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     parser.add_argument("--out", default="experiments/results/benchmarks", help="output folder (default: %(default)s)")
