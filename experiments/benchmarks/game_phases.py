@@ -44,10 +44,14 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bngp.device import DEVICE_NAMES
+
+if TYPE_CHECKING:
+    import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import (  # noqa: E402
@@ -140,7 +144,7 @@ def composed_settings(population, members: int, composition: int) -> dict:
 
 
 def _game(individuals: int, attributes: int, composition: int, seed: int, steps: int | None, fresh_check_steps: int,
-          overrides: dict[str, int | float] | None, device: str = "cpu"):
+          overrides: dict[str, int | float] | None, device: "str | torch.device" = "cpu"):
     """The default game of one size (module docstring), untrained."""
     from bngp.data.independent import simulate_independent
     from bngp.data.priors import UniformSubsetPrior

@@ -1,5 +1,8 @@
 """bngp.timing: phase totals, the device synchronisation around each phase, the matmul reference."""
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -65,10 +68,6 @@ def test_matmul_reference_and_peak_memory_on_a_gpu():
 def test_importing_bngp_puts_large_tensors_on_huge_pages_unless_the_user_chose(setting, expected):
     """bngp sets THP_MEM_ALLOC_ENABLE=1 (torch's huge-page advice for CPU tensors of 2 MiB and
     more, read at torch's first allocation) before torch allocates; a user's own value stays."""
-    import os
-    import subprocess
-    import sys
-
     env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
     if setting is not None:
         env["THP_MEM_ALLOC_ENABLE"] = setting
