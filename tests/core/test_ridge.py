@@ -332,6 +332,49 @@ def test_fit_whitened_is_its_formula_at_the_best_validation_auc(outputs):
                                atol=1e-9)
 
 
+def _with_constant_outputs(x: np.ndarray, where: np.ndarray, value: float = 0.37) -> np.ndarray:
+    """x with an output released at ``value`` on every release inserted before each index of ``where``."""
+    return np.insert(x, where, value, axis=1)
+
+
+@pytest.mark.parametrize("outputs", [12, 90])
+def test_outputs_that_do_not_vary_are_left_out_of_the_fits_exactly(outputs):
+    """Outputs that are the same on every shadow and validation release (a data-independent block
+    of a composed release) are left out of the fits' products, and the fits are those of the whole
+    release: fit_ridge is the direct ridge solution on all outputs (path AUCs to 1e-9, the same
+    choice, weights rtol 1e-6) and fit_whitened its direct transcription on all outputs (whose mean
+    noise eigenvalue counts the constant ones: weights 1e-6 of the largest), with weights exactly 0
+    on the constant outputs.  12 outputs: R = 60 > |Q| (primal); 90: R = 40 < |Q| (dual, low rank)."""
+    x, b, validation_x, validation_b = _linear_problem(seed=1 if outputs == 12 else 5, outputs=outputs,
+                                                       repeats=3 if outputs == 12 else 2)
+    where = np.array([0, outputs // 2, outputs // 2, outputs])  # 4 constant outputs, at both ends and inside
+    constant = np.arange(outputs + where.size)[np.isin(np.arange(outputs + where.size), where + np.arange(where.size))]
+    x, validation_x = _with_constant_outputs(x, where), _with_constant_outputs(validation_x, where)
+    assert np.all(x[:, constant] == 0.37) and np.all(validation_x[:, constant] == 0.37)
+    fit = fit_ridge(*_tensors(x, b), validation=_tensors(validation_x, validation_b))
+    expected = []
+    for relative in RIDGE_PATH:
+        x_mean, b_mean, weights = _direct_ridge(x, b, relative)
+        expected.append(_sklearn_mean_auc(b_mean + (validation_x - x_mean) @ weights, validation_b))
+    np.testing.assert_allclose([auc for _, auc in fit.path], expected, atol=1e-9)
+    assert fit.ridge == _best_penalty(RIDGE_PATH, expected)
+    x_mean, b_mean, weights = _direct_ridge(x, b, fit.ridge)
+    np.testing.assert_allclose(fit.weights.numpy(), weights, rtol=1e-6, atol=1e-10)
+    assert fit.weights.shape == (x.shape[1], b.shape[1]) and not fit.weights[constant].any()
+    np.testing.assert_allclose(fit.release_mean.numpy(), x_mean, rtol=1e-12)
+
+    whitened = fit_whitened(*_tensors(x, b), validation=_tensors(validation_x, validation_b))
+    x_mean, b_mean, weights = _direct_whitened(x, b, whitened.shrinkage, whitened.ridge)
+    np.testing.assert_allclose(whitened.weights.numpy(), weights, rtol=1e-6, atol=1e-6 * np.abs(weights).max())
+    assert whitened.weights.shape == (x.shape[1], b.shape[1]) and not whitened.weights[constant].any()
+    grid = {}
+    for shrinkage in SHRINKAGE_PATH:
+        for relative in WHITENED_RIDGE_PATH:
+            x_mean, b_mean, weights = _direct_whitened(x, b, shrinkage, relative)
+            grid[shrinkage, relative] = release_aucs(b_mean + (validation_x - x_mean) @ weights, validation_b).mean()
+    assert whitened.score == pytest.approx(max(grid.values()), abs=1e-9)
+
+
 # --- fit_converged --------------------------------------------------------------------------
 
 
