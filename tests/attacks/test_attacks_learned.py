@@ -47,3 +47,21 @@ def test_classifiers_detect_members_and_score_any_target(small_world, attack_cla
     decisions = attack.decide(small_world.population.genotypes, releases)
     members = memberships.astype(bool)
     assert decisions[~members].mean() < 0.1 and decisions[members].mean() > 0.9
+
+
+def test_svm_scores_are_the_fitted_classifiers_decision_function(small_world, monkeypatch) -> None:
+    """The SVM's raw scores, computed over blocks of pairs with scikit-learn's BLAS kernel, are the
+    fitted pipeline's own ``decision_function`` (libsvm, pair by pair) to 1e-9, across block edges
+    (a block of 7 pairs here) and for both classes' signs."""
+    import bngp.attacks.learned as learned
+
+    attack = SVMAttack(n_shadow_releases=10, max_pairs=300).fit(small_world.knowledge(laplace_scale=0.05), seed=0)
+    releases, _ = small_world.releases(6, seed=2, laplace_scale=0.05)
+    features = pair_features(small_world.population.genotypes, releases, attack.reference_frequencies_)
+    flat = features.reshape(-1, len(FEATURE_NAMES))
+    expected = attack.classifier_.decision_function(flat)
+    assert expected.min() < 0 < expected.max()
+    monkeypatch.setattr(learned, "_KERNEL_BLOCK", 7 * attack.classifier_[-1].support_vectors_.shape[0])
+    np.testing.assert_allclose(attack._classifier_scores(flat), expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(attack.score(small_world.population.genotypes, releases),
+                               attack.orientation_ * expected.reshape(6, -1), rtol=0, atol=1e-9)
