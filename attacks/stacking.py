@@ -30,24 +30,10 @@ from bngp.ridge import logistic_calibration
 from bngp.rng import spawn_seeds
 from bngp.validation import check_positive_int
 
-__all__ = ["StackedAttack", "DEFAULT_STACKING_BASE", "default_stacking_releases"]
+__all__ = ["StackedAttack", "DEFAULT_STACKING_BASE"]
 
 #: base attacks the stacked attacker fits itself when they are not handed to it already fitted.
 DEFAULT_STACKING_BASE = ("linear", "whitened", "reconstruction", "score")
-#: (release, individual) pairs the default stacking set holds: releases = ceil(pairs / K), from
-#: :data:`MIN_STACKING_RELEASES` to :data:`MAX_STACKING_RELEASES` (200 releases up to K = 200; 50 at
-#: K = 800, where scoring 200 releases with every base was 70-100 s of an evaluation and the stacked
-#: AUC was the same, ``experiments/results/stacking_releases/``).
-STACKING_PAIRS = 40_000
-MIN_STACKING_RELEASES = 20
-MAX_STACKING_RELEASES = 200
-
-
-def default_stacking_releases(n_individuals: int) -> int:
-    """Releases of the default stacking set for a population of K individuals (:data:`STACKING_PAIRS`):
-    about 40,000 pairs for the m + 1 weights of the combination, in 20 to 200 releases."""
-    wanted = -(-STACKING_PAIRS // max(1, int(n_individuals)))
-    return int(min(MAX_STACKING_RELEASES, max(MIN_STACKING_RELEASES, wanted)))
 
 
 @register_attack("stacked")
@@ -57,8 +43,7 @@ class StackedAttack(Attack):
     Args:
         base: attacks to fit when they are not supplied by :meth:`use_fitted` (those whose
             knowledge is missing are left out).
-        n_stacking_releases: simulated releases on which the combination is fitted; None (default)
-            = :func:`default_stacking_releases` of the population (about 40,000 pairs).
+        n_stacking_releases: simulated releases on which the combination is fitted.
     """
 
     requires: ClassVar[frozenset[str]] = frozenset({"population", "simulate"})
@@ -71,12 +56,9 @@ class StackedAttack(Attack):
         "are log-odds, no threshold or flip chosen."
     )
 
-    def __init__(self, base: tuple[str, ...] = DEFAULT_STACKING_BASE, n_stacking_releases: int | None = None) -> None:
+    def __init__(self, base: tuple[str, ...] = DEFAULT_STACKING_BASE, n_stacking_releases: int = 200) -> None:
         self.base = tuple(base)
-        self.n_stacking_releases = (None if n_stacking_releases is None
-                                    else check_positive_int("n_stacking_releases", n_stacking_releases, minimum=2))
-        #: the stacking releases the last fit used.
-        self.stacking_releases_: int | None = None
+        self.n_stacking_releases = check_positive_int("n_stacking_releases", n_stacking_releases, minimum=2)
         self._supplied: dict[str, Attack] = {}
         self._device = None
         self.bases_: dict[str, Attack] = {}
@@ -95,7 +77,7 @@ class StackedAttack(Attack):
         return self
 
     def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
-        population = check_binary_panel("population", knowledge.population)
+        check_binary_panel("population", knowledge.population)
         available = knowledge.available()
         bases = dict(self._supplied)
         missing = [name for name in self.base if name not in bases and attack_requirements(name) <= available]
@@ -106,8 +88,7 @@ class StackedAttack(Attack):
             bases[name] = base.fit(knowledge, seed=attack_seed)
         if not bases:
             raise InputError("the stacked attack has no base attack whose knowledge is available.")
-        self.stacking_releases_ = self.n_stacking_releases or default_stacking_releases(population.shape[0])
-        stacking = simulated_shadow(knowledge, self.stacking_releases_, spawn_seeds(seed, 1)[0])
+        stacking = simulated_shadow(knowledge, self.n_stacking_releases, spawn_seeds(seed, 1)[0])
         self.bases_ = bases
         self.population_ = np.asarray(knowledge.population)
         raw = self._centred(stacking.targets, stacking.releases)
@@ -145,8 +126,6 @@ class StackedAttack(Attack):
 
     def describe(self) -> dict:
         record = super().describe()
-        if self.stacking_releases_ is not None:
-            record["stacking_releases"] = self.stacking_releases_
         if self.weights_ is not None:
             record["weights"] = {name: float(w) for name, w in zip(self.bases_, self.weights_[:-1] / self.spread_)}
         return record

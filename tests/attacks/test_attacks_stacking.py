@@ -134,17 +134,3 @@ def test_an_evaluation_hands_the_stacked_attack_its_scores(small_population) -> 
                               seed=3)
     assert sorted(call for call in calls if call[1] == 4) == [("linear", 4), ("score", 4)]
     assert ("linear", 200) in calls and set(result.scores) == {"score", "linear", "stacked"}
-
-
-def test_default_stacking_set_holds_about_40000_pairs() -> None:
-    """ceil(40,000 / K) releases, within [20, 200]: 200 up to K = 200 (the fixed default before),
-    50 at the paper's K = 800, 20 from K = 2,000; an explicit number is kept, and the fit records it."""
-    from bngp.attacks.stacking import default_stacking_releases
-
-    assert [default_stacking_releases(k) for k in (40, 200, 250, 800, 1999, 2000, 100_000)] == [200, 200, 160, 50, 21, 20, 20]
-    assert StackedAttack(n_stacking_releases=7).n_stacking_releases == 7
-
-
-def test_stacked_attack_uses_the_default_stacking_set_of_its_population(small_world) -> None:
-    stacked = StackedAttack(base=("score",)).fit(small_world.knowledge(laplace_scale=0.05), seed=0)
-    assert stacked.stacking_releases_ == 200 and stacked.describe()["stacking_releases"] == 200
