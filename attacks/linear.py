@@ -24,6 +24,10 @@ pooled map read such a trained defender at 0.71 where the whole-release map and 
 attacker read 0.98), so the map on the whole release is fitted as well and the one of higher
 validation AUC on the same validation releases is kept; ``pool_copies=False`` fits the whole
 release only.
+
+Fitted together (:meth:`LinearAttack.fit_together_with`, what ``bngp evaluate`` does when both
+are asked for on a single release), ``linear`` and ``whitened`` read the linear attack's shadow
+releases and share one decomposition (:func:`bngp.ridge.fit_ridge_and_whitened`).
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ from bngp.ridge import (
     LinearFit,
     default_shadow_releases,
     fit_converged,
+    fit_converged_jointly,
     fit_ridge,
+    fit_ridge_and_whitened,
     fit_whitened,
     max_shadow_releases,
 )
@@ -121,6 +127,25 @@ class LinearAttack(TorchAttack):
         self.release_width_: int | None = None
         self.fit_: LinearFit | None = None
         self.learning_curve_: LearningCurve | None = None
+        self._partner: LinearAttack | None = None
+        self._given: tuple[LinearFit, LearningCurve] | None = None
+
+    def fit_together_with(self, partner: "LinearAttack") -> "LinearAttack":
+        """At the next :meth:`fit` of this ``linear`` attack on a single release, also fit ``partner``
+        (a ``whitened`` attack of the same settings) to convergence on the same shadow releases, both
+        from one decomposition (:func:`bngp.ridge.fit_ridge_and_whitened`), and hand it its map and
+        learning curve; its own :meth:`fit` then only calibrates.  The shadow releases are this
+        attack's, so its fit is the one it makes alone (up to rounding; its curve runs on while the
+        partner's still rises).  Returns self; settings that differ leave both to fit alone."""
+        same = all(getattr(self, name) == getattr(partner, name) for name in
+                   ("n_shadow_releases", "max_shadow_releases", "validation_releases", "tolerance"))
+        if type(self) is LinearAttack and type(partner) is WhitenedAttack and same and self.n_shadow_releases is None:
+            self._partner = partner
+        return self
+
+    def _use_fit(self, fit: LinearFit, curve: LearningCurve) -> None:
+        """Take ``fit`` and ``curve`` (fitted with a partner, :meth:`fit_together_with`) at the next :meth:`fit`."""
+        self._given = (fit, curve)
 
     def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
         population = check_binary_panel("population", knowledge.population)
@@ -131,7 +156,18 @@ class LinearAttack(TorchAttack):
         self.release_width_ = population.shape[1] * knowledge.composition
         self.pooling_ = self.whole_release_ = None
         fit_function = partial(self._fit_function, prior_mean=knowledge.membership_prior)
-        if not (self.pool_copies and knowledge.composition > 1):
+        given, partner, self._given, self._partner = self._given, self._partner, None, None
+        if given is not None and knowledge.composition == 1:
+            self.fit_, self.learning_curve_ = given
+        elif partner is not None and knowledge.composition == 1:
+            start = default_shadow_releases(population.shape[0], self.release_width_)
+            maximum = self.max_shadow_releases or max_shadow_releases(population.shape[0], self.release_width_)
+            (self.fit_, self.learning_curve_), whitened = fit_converged_jointly(
+                partial(fit_ridge_and_whitened, prior_mean=knowledge.membership_prior), sample,
+                start=min(start, maximum), maximum=maximum, validation=sample(self.validation_releases),
+                tolerance=self.tolerance)
+            partner._use_fit(*whitened)
+        elif not (self.pool_copies and knowledge.composition > 1):
             self.fit_, self.learning_curve_ = self._fit_curve(fit_function, sample, sample(self.validation_releases),
                                                               population.shape[0], self.release_width_)
         else:

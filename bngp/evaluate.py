@@ -22,7 +22,10 @@ For one population, membership prior and defense:
 The stacked attacker (``stacked``) is fitted last and pools every other fitted attack.  When
 ``linear`` is fitted before ``bayesian`` (as in ``all``), the Bayesian attacker starts from the
 linear attack's converged ridge map instead of fitting the same map again (at K = 800,
-|Q| = 5000 that fit is about 120-170 s of a single core).
+|Q| = 5000 that fit is about 120-170 s of a single core).  When ``linear`` is fitted before
+``whitened`` (as in ``all``) on a single release, both are fitted to convergence on the linear
+attack's shadow releases from one decomposition (:meth:`bngp.attacks.linear.LinearAttack.fit_together_with`):
+the time of both maps is reported under ``linear``, and ``whitened`` only calibrates and scores.
 
 The attacks that train a network (the Bayesian attacker) train it on ``device``
 (:mod:`bngp.device`); the releases, the defense's noise and the closed-form attacks stay on
@@ -226,6 +229,8 @@ def evaluate_defense(
         if isinstance(attack, StackedAttack):
             attack.use_fitted({other: instances[other] for other in entries})
         linear = instances.get("linear") if "linear" in entries else None
+        if name == "linear" and "whitened" in instances and "whitened" not in entries and isinstance(attack, LinearAttack):
+            attack.fit_together_with(instances["whitened"])  # one decomposition for both maps, on linear's draws
         if isinstance(attack, BayesianAttack) and isinstance(linear, LinearAttack):
             attack.use_ridge_fit(linear.fit_, linear.learning_curve_)  # one converged ridge fit, not two
         attack.fit(knowledge, seed=attack_seed)

@@ -32,6 +32,12 @@ ranking is left to the intercept's sampling noise (at K = 200, |Q| = 1000 on a g
 defender, 2,000 shadow releases: AUC 0.967 with the penalty of best validation AUC against
 0.564 with that of least leave-one-out squared error and the shadow-mean intercept).
 
+**Both from one decomposition** (:func:`fit_ridge_and_whitened`): with X_c = B_c M + E, the
+ridge map is the whitened fit's quantities at delta = lam / dof pushed through a K x K solve
+(X_c^T X_c = E^T E + M^T G' M), so ridge and whitened fits on the same releases cost one Gram
+matrix and one eigendecomposition instead of two; :func:`fit_converged_jointly` runs their
+learning curves together (``bngp evaluate`` and the game's fresh-attacker check use both).
+
 **Convergence** (:func:`fit_converged`): shadow releases are doubled, from
 :func:`default_shadow_releases` up to :func:`max_shadow_releases`, until the validation AUC
 rises by less than ``tolerance`` per doubling (:func:`bngp.metrics.levelled_off`); the learning
@@ -59,7 +65,9 @@ __all__ = [
     "LearningCurve",
     "fit_ridge",
     "fit_whitened",
+    "fit_ridge_and_whitened",
     "fit_converged",
+    "fit_converged_jointly",
     "SharedDraws",
     "affine_calibration",
     "logistic_calibration",
@@ -399,6 +407,64 @@ def fit_whitened(
     complement of V.  M's component there, M_perp = M - (M V) V^T, is formed explicitly, so that
     M Sigma_d^-1 M^T = (M V) diag(1 / (lam + delta)) (M V)^T + M_perp M_perp^T / delta involves no
     cancellation of large terms."""
+    return _whitened_fits(releases, memberships, validation, shrinkage_path, path, prior_mean)[0]
+
+
+def fit_ridge_and_whitened(
+    releases: torch.Tensor,
+    memberships: torch.Tensor,
+    validation: tuple[torch.Tensor, torch.Tensor],
+    prior_mean: np.ndarray | torch.Tensor | None = None,
+) -> tuple[LinearFit, LinearFit]:
+    """(:func:`fit_ridge`, :func:`fit_whitened`) on the same shadow and validation releases, from
+    the one decomposition of the residual noise covariance the whitened fit makes: the ridge fit
+    then costs no Gram matrix or eigendecomposition of its own (at 20,000 x 5,000, two of the four
+    largest factorisations of an evaluation).
+
+    With M, E the whitened fit's regression of the centred releases on the centred memberships and
+    its residual (:func:`fit_whitened`), G = B_c^T B_c and j its jitter, X_c = B_c M + E and
+    B_c^T E = j M, so X_c^T X_c = E^T E + M^T G' M with G' = G + 2 j I = L L^T, and
+    X_c^T B_c = M^T (G + j I).  With A = E^T E + lam I = dof Sigma_delta (delta = lam / dof, the
+    whitened fit's shrunk covariance) and N = M^T L, the push-through identity gives the ridge map
+    W = (A + N N^T)^-1 N T = A^-1 N (I + N^T A^-1 N)^-1 T, T = L^-1 (G + j I): every quantity is the
+    whitened fit's X_v Sigma_delta^-1 M^T and M Sigma_delta^-1 M^T at delta = lam / dof, and a K x K
+    solve whose matrix is at least I.  The penalties are those of :func:`fit_ridge` (relative to the
+    largest eigenvalue of X_c^T X_c, here by Lanczos), chosen by the same validation AUC; the fit
+    equals :func:`fit_ridge`'s up to rounding (tested against the direct solution)."""
+    whitened, ridge = _whitened_fits(releases, memberships, validation, SHRINKAGE_PATH, WHITENED_RIDGE_PATH, prior_mean,
+                                     ridge_path=RIDGE_PATH)
+    return ridge, whitened
+
+
+def _top_eigenvalue(apply: Callable[[torch.Tensor], torch.Tensor], size: int, like: torch.Tensor) -> float:
+    """The largest eigenvalue of the symmetric positive semi-definite operator ``apply`` on vectors of
+    ``size`` (tensors like ``like``) by Lanczos (ARPACK, to 1e-14), or densely when ``size`` is tiny."""
+    import scipy.sparse.linalg
+
+    if size <= 8:
+        dense = torch.stack([apply(column) for column in torch.eye(size, dtype=like.dtype, device=like.device)], dim=1)
+        return float(np.linalg.eigvalsh(((dense + dense.T) / 2).cpu().numpy()).max())
+
+    def matvec(vector: np.ndarray) -> np.ndarray:
+        return apply(torch.as_tensor(np.asarray(vector, dtype=np.float64).reshape(-1), device=like.device)).cpu().numpy()
+
+    operator = scipy.sparse.linalg.LinearOperator((size, size), matvec=matvec, dtype=np.float64)
+    value = scipy.sparse.linalg.eigsh(operator, k=1, which="LA", tol=1e-14, ncv=min(size, 32),
+                                      v0=np.ones(size) / np.sqrt(size), return_eigenvectors=False)
+    return float(value[0])
+
+
+def _whitened_fits(
+    releases: torch.Tensor,
+    memberships: torch.Tensor,
+    validation: tuple[torch.Tensor, torch.Tensor],
+    shrinkage_path: tuple[float, ...],
+    path: tuple[float, ...],
+    prior_mean: np.ndarray | torch.Tensor | None,
+    ridge_path: tuple[float, ...] | None = None,
+) -> tuple[LinearFit, LinearFit | None]:
+    """The whitened fit, and with ``ridge_path`` the ridge fit from the same decomposition
+    (:func:`fit_ridge_and_whitened`)."""
     centred = _centre(releases, memberships)
     centred_x, centred_b, release_mean, membership_mean = centred.x, centred.b, centred.release_mean, centred.membership_mean
     intercept = _intercept(membership_mean, prior_mean)
@@ -439,23 +505,33 @@ def fit_whitened(
     mean_eigenvalue = max(total / n_outputs, 1e-12 * centred_power, 1e-30)
     labels = validation[1]
 
-    def whitened(shrink: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(eigenvalues and eigenvectors of M Sigma_d^-1 M^T, X_v Sigma_d^-1 M^T, 1 / (lam + delta))."""
-        delta = shrink * mean_eigenvalue
-        inverse = 1.0 / (eigenvalues + delta)
-        whitened_signal = signal_rotated * inverse  # M Sigma_d^-1 in the rotated basis
+    def whitened_parts(delta: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """(M Sigma_delta^-1 M^T, X_v Sigma_delta^-1 M^T), Sigma_delta = Sigma + delta I."""
+        whitened_signal = signal_rotated * (1.0 / (eigenvalues + delta))  # M Sigma_d^-1 in the rotated basis
         whitened_gram = whitened_signal @ signal_rotated.T  # M Sigma_d^-1 M^T, (K, K)
         validation_signal = validation_rotated @ whitened_signal.T  # X_v Sigma_d^-1 M^T
         if low_rank:
             whitened_gram = whitened_gram + perpendicular_gram / delta
             validation_signal = validation_signal + validation_perpendicular / delta
+        return whitened_gram, validation_signal
+
+    def whitened(shrink: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(eigenvalues and eigenvectors of M Sigma_d^-1 M^T, X_v Sigma_d^-1 M^T) at delta = d * mean-eig."""
+        whitened_gram, validation_signal = whitened_parts(shrink * mean_eigenvalue)
         values, vectors = symmetric_eigh(whitened_gram)
-        return values, vectors, validation_signal, inverse
+        return values, vectors, validation_signal
+
+    def whitened_map(delta: float, right: torch.Tensor) -> torch.Tensor:
+        """Sigma_delta^-1 M^T right, (Q, columns of right)."""
+        coefficients = (signal_rotated * (1.0 / (eigenvalues + delta))).T @ right  # diag(1 / (lam + delta)) (M V)^T right
+        if low_rank:  # V c = E^T U (c / s), plus the complement's M_perp^T right / delta
+            return residual.T @ (left @ (coefficients / singular[:, None])) + perpendicular.T @ right / delta
+        return basis @ coefficients
 
     best: tuple[float, float, float] | None = None
     best_points: list[tuple[float, float]] = []
     for shrink in shrinkage_path:
-        values, vectors, validation_signal, _ = whitened(shrink)
+        values, vectors, validation_signal = whitened(shrink)
         top = max(float(values.max()), 1e-30)
         projected = validation_signal @ vectors
         points = []
@@ -466,15 +542,53 @@ def fit_whitened(
         if best is None or score > best[2] + 1e-12:
             best, best_points = (shrink, ridge, score), points
     shrink, ridge, score = best
-    values, vectors, _, inverse = whitened(shrink)
+    values, vectors, _ = whitened(shrink)
     top = max(float(values.max()), 1e-30)
     solve = (vectors / (values.clamp(min=0) + ridge * top)) @ vectors.T
-    coefficients = (signal_rotated * inverse).T @ solve  # diag(1 / (lam + delta)) (M V)^T (...)
-    if low_rank:  # V c = E^T U (c / s), plus the complement's M_perp^T (...) / delta
-        weights = residual.T @ (left @ (coefficients / singular[:, None])) + perpendicular.T @ solve / (shrink * mean_eigenvalue)
+    weights = whitened_map(shrink * mean_eigenvalue, solve)
+    whitened_fit = LinearFit(release_mean, intercept, centred.expand(weights), ridge, "validation-auc", score,
+                             tuple(best_points), n_rows, shrink)
+    if ridge_path is None:
+        return whitened_fit, None
+    # the ridge map from the same decomposition (fit_ridge_and_whitened): X_c^T X_c = E^T E + N N^T, N = M^T L
+    shifted_cholesky = torch.linalg.cholesky(gram_b + 2.0 * jitter * identity)  # L, G' = G + 2 j I
+    right = torch.linalg.solve_triangular(shifted_cholesky, gram_b + jitter * identity, upper=False)  # T
+    # the path's scale, the largest eigenvalue of X_c^T X_c (as fit_ridge; 1 for releases that do not vary), from the
+    # decomposition: dof diag(eig) + N~ N~^T in the eigenbasis of E^T E (N~ = (M U)^T L), or with fewer releases
+    # than outputs, of X_c X_c^T = E E^T + B_c M E^T + E M^T B_c^T + B_c M M^T B_c^T with E = U S V^T
+    if not (bool(residual.any()) or bool(signal.any())):
+        scale = 1.0
+    elif low_rank:
+        def kernel(y: torch.Tensor) -> torch.Tensor:
+            along, members = left.T @ y, centred_b.T @ y
+            return (left @ (singular**2 * along + singular * (signal_rotated.T @ members))
+                    + centred_b @ (signal_rotated @ (singular * along + signal_rotated.T @ members) + perpendicular_gram @ members))
+
+        scale = _top_eigenvalue(kernel, n_rows, residual)
     else:
-        weights = basis @ coefficients
-    return LinearFit(release_mean, intercept, centred.expand(weights), ridge, "validation-auc", score, tuple(best_points), n_rows, shrink)
+        lifted = signal_rotated.T @ shifted_cholesky
+
+        def rotated_gram(v: torch.Tensor) -> torch.Tensor:
+            return degrees * eigenvalues * v + lifted @ (lifted.T @ v)
+
+        scale = _top_eigenvalue(rotated_gram, lifted.shape[0], residual)
+
+    def ridge_factor(relative: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """(L (I + L^T M Sigma_delta^-1 M^T L / dof)^-1 T / dof, X_v Sigma_delta^-1 M^T), delta = lam / dof."""
+        whitened_gram, validation_signal = whitened_parts(relative * scale / degrees)
+        capacitance = identity + shifted_cholesky.T @ whitened_gram @ shifted_cholesky / degrees
+        capacitance = (capacitance + capacitance.T) / 2
+        return shifted_cholesky @ torch.linalg.solve(capacitance, right) / degrees, validation_signal
+
+    ridge_points = []
+    for relative in ridge_path:
+        factor, validation_signal = ridge_factor(relative)
+        ridge_points.append((relative, _mean_auc(intercept + validation_signal @ factor, labels)))
+    ridge, score = _best(ridge_points)
+    factor, _ = ridge_factor(ridge)
+    ridge_weights = whitened_map(ridge * scale / degrees, factor)
+    return whitened_fit, LinearFit(release_mean, intercept, centred.expand(ridge_weights), ridge, "validation-auc", score,
+                                   tuple(ridge_points), n_rows)
 
 
 class SharedDraws:
@@ -549,6 +663,52 @@ def fit_converged(
             break
         size = min(2 * size, maximum)
     return best, LearningCurve(tuple(sizes), tuple(scores), converged, tolerance)
+
+
+def fit_converged_jointly(
+    fit: Callable[[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]], tuple[LinearFit, ...]],
+    sample: Sampler | SharedDraws,
+    *,
+    start: int,
+    maximum: int,
+    validation: tuple[torch.Tensor, torch.Tensor] | None = None,
+    tolerance: float = 0.005,
+) -> tuple[tuple[LinearFit, LearningCurve], ...]:
+    """:func:`fit_converged` for a ``fit`` that returns several fits of the same releases
+    (:func:`fit_ridge_and_whitened`): shadow releases are doubled until the validation AUC of every
+    one of them has levelled off (or ``maximum`` is reached), and each keeps its fit of highest
+    validation AUC and its own learning curve.  A fit whose curve levelled off earlier is fitted
+    at the later sizes too, so its curve runs on and its best fit can only be better."""
+    if start < 3 or maximum < start:
+        raise InputError(f"shadow releases must satisfy 3 <= start <= maximum, got {start} and {maximum}.")
+    if isinstance(sample, SharedDraws):
+        if validation is None:
+            raise InputError("fit_converged_jointly on shared draws needs `validation` releases.")
+        draws = sample
+    else:
+        if validation is None:
+            validation = sample(DEFAULT_VALIDATION_RELEASES)
+        draws = SharedDraws(sample)
+    size = start
+    sizes: list[int] = []
+    scores: list[list[float]] = []
+    best: list[LinearFit] = []
+    while True:
+        x, b = draws.first(size)
+        current = fit(x, b, validation)
+        sizes.append(size)
+        if not best:
+            best, scores = list(current), [[] for _ in current]
+        for index, one in enumerate(current):
+            scores[index].append(one.score)
+            if one.score > best[index].score:
+                best[index] = one
+        converged = [levelled_off(sizes, curve, tolerance) for curve in scores]
+        if all(converged) or size >= maximum:
+            break
+        size = min(2 * size, maximum)
+    return tuple((one, LearningCurve(tuple(sizes), tuple(curve), done, tolerance))
+                 for one, curve, done in zip(best, scores, converged))
 
 
 #: :func:`logistic_calibration` stops when the Newton decrement is below this fraction of the objective.

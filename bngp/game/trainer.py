@@ -68,11 +68,10 @@ from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
     LearningCurve,
     LinearFit,
-    SharedDraws,
     default_shadow_releases,
-    fit_converged,
+    fit_converged_jointly,
     fit_ridge,
-    fit_whitened,
+    fit_ridge_and_whitened,
     max_shadow_releases,
 )
 from bngp.timing import PhaseTimer
@@ -766,20 +765,16 @@ class Game:
 
     def _converged_linear_fits(self, seed: int) -> dict[str, tuple[LinearFit, LearningCurve]]:
         """The linear and whitened attackers fitted to convergence on the same shadow releases of the
-        frozen defender (simulated once from ``seed``), which are freed on return: the network
+        frozen defender (simulated once from ``seed``), both from the whitened fit's decomposition
+        (:func:`bngp.ridge.fit_ridge_and_whitened`); the releases are freed on return: the network
         attacker trained next does not hold them (up to 20,000 x 5,000 at paper scale)."""
         sampler = self.release_sampler(seed)
         start = default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         maximum = max_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         validation = sampler(DEFAULT_VALIDATION_RELEASES)
-        draws = SharedDraws(sampler)  # both fits read the same shadow releases, simulated once
-        return {
-            name: fit_converged(
-                partial(fit_function, prior_mean=self.theta), draws, start=start, maximum=maximum,
-                validation=validation,
-            )
-            for name, fit_function in (("linear", fit_ridge), ("whitened", fit_whitened))
-        }
+        linear, whitened = fit_converged_jointly(partial(fit_ridge_and_whitened, prior_mean=self.theta), sampler,
+                                                 start=start, maximum=maximum, validation=validation)
+        return {"linear": linear, "whitened": whitened}
 
     def release_sampler(self, seed: int):
         """A sampler of (releases, memberships) from the frozen defender (eval mode), drawn on the

@@ -162,3 +162,40 @@ def test_whitened_attack_beats_ridge_on_low_dimensional_noise(small_world) -> No
     assert whitened_auc > 0.97
     assert whitened_auc > linear_auc + 0.05
     assert whitened.fit_.shrinkage is not None and linear.fit_.shrinkage is None
+
+
+def test_linear_and_whitened_fitted_together_are_their_fits_on_the_linear_attacks_releases(small_world) -> None:
+    """``linear.fit_together_with(whitened)`` (what ``evaluate`` does when both are asked for): the
+    linear attack's fit is the one it makes alone (same releases, same curve, weights to 1e-9), the
+    whitened attack gets the map fitted on the same releases with the same curve sizes, calibrates
+    and scores with it, and is fitted alone again at its next fit.  Laplace 0.2: both curves still
+    rise to the cap (measured: linear 0.915, 0.933, 0.940 and whitened 0.922, 0.939, 0.945 at 600,
+    1200, 2400 releases; on 20 fresh releases 0.921 and 0.922)."""
+    knowledge = small_world.knowledge(laplace_scale=0.2)
+    options = {"validation_releases": 100, "max_shadow_releases": 2400}
+    linear, whitened = LinearAttack(**options), WhitenedAttack(**options)
+    linear.fit_together_with(whitened).fit(knowledge, seed=3)
+    alone = LinearAttack(**options).fit(knowledge, seed=3)
+    assert linear.learning_curve_.releases[: len(alone.learning_curve_.releases)] == alone.learning_curve_.releases
+    np.testing.assert_allclose(linear.learning_curve_.auc[: len(alone.learning_curve_.auc)], alone.learning_curve_.auc,
+                               atol=1e-12)
+    assert linear.learning_curve_.releases == alone.learning_curve_.releases == (600, 1200, 2400)
+    np.testing.assert_allclose(linear.fit_.weights.numpy(), alone.fit_.weights.numpy(), rtol=0,
+                                   atol=1e-9 * float(alone.fit_.weights.abs().max()))
+    handed = whitened._given[0]
+    whitened.fit(knowledge, seed=4)
+    assert whitened.fit_ is handed and whitened.learning_curve_.releases == linear.learning_curve_.releases
+    releases, memberships = small_world.releases(20, seed=9, laplace_scale=0.2)
+    assert _mean_auc(whitened.score(small_world.population.genotypes, releases), memberships) > 0.9
+    whitened.fit(knowledge, seed=4)  # nothing handed over any more: its own releases and curve
+    assert whitened.fit_ is not handed and whitened.learning_curve_.releases[0] == linear.learning_curve_.releases[0]
+
+
+def test_fitting_together_needs_the_same_settings(small_world) -> None:
+    """A whitened partner with other curve settings (or a linear attack with a fixed shadow set) is
+    left to fit alone."""
+    linear, whitened = LinearAttack(), WhitenedAttack(tolerance=0.01)
+    assert linear.fit_together_with(whitened)._partner is None
+    assert LinearAttack(n_shadow_releases=50).fit_together_with(WhitenedAttack())._partner is None
+    assert LinearAttack().fit_together_with(LinearAttack())._partner is None
+    assert LinearAttack().fit_together_with(WhitenedAttack())._partner is not None

@@ -37,7 +37,7 @@ def test_a_data_independent_defender_is_checked_without_fitting(small_population
 
     with monkeypatch.context() as patch:
         patch.setattr(trainer, "train_attacker", no_training)
-        patch.setattr(trainer, "fit_converged", no_training)
+        patch.setattr(trainer, "fit_converged_jointly", no_training)
         check = game.fresh_attacker_check(100, seed=5)
     assert check["data_independent"] and check["strongest_auc"] == check["auc"] == check["linear_auc"] == 0.5
     assert check["bgp_risk"] == pytest.approx(game.prior_entropy) and check["training_curve"] is None

@@ -34,6 +34,8 @@ from bngp.ridge import (
     fit_converged,
     fit_ridge,
     fit_whitened,
+    fit_ridge_and_whitened,
+    fit_converged_jointly,
     gram,
     thin_svd,
 )
@@ -375,6 +377,43 @@ def test_outputs_that_do_not_vary_are_left_out_of_the_fits_exactly(outputs):
     assert whitened.score == pytest.approx(max(grid.values()), abs=1e-9)
 
 
+@pytest.mark.parametrize("outputs, constant", [(12, False), (90, False), (90, True)])
+def test_ridge_from_the_whitened_decomposition_is_fit_ridge(outputs, constant):
+    """fit_ridge_and_whitened: the ridge fit from the whitened fit's decomposition (push-through
+    identity) is fit_ridge's on the same releases: the same path of validation AUCs (to 1e-12), the
+    same penalty, weights to 1e-9 of the largest; the whitened fit is fit_whitened's exactly.
+    Primal (R = 60 > 12 outputs) and low-rank (R = 40 < 90) paths, with constant outputs."""
+    x, b, validation_x, validation_b = _linear_problem(seed=1 if outputs == 12 else 5, outputs=outputs,
+                                                       repeats=3 if outputs == 12 else 2)
+    if constant:
+        where = np.array([0, outputs // 3, outputs])
+        x, validation_x = _with_constant_outputs(x, where), _with_constant_outputs(validation_x, where)
+    data, validation = _tensors(x, b), _tensors(validation_x, validation_b)
+    prior = np.full(6, 0.5)
+    ridge, whitened = fit_ridge_and_whitened(*data, validation=validation, prior_mean=prior)
+    alone = fit_ridge(*data, validation=validation, prior_mean=prior)
+    assert [p for p, _ in ridge.path] == [p for p, _ in alone.path] == list(RIDGE_PATH)
+    np.testing.assert_allclose([a for _, a in ridge.path], [a for _, a in alone.path], atol=1e-12)
+    assert ridge.ridge == alone.ridge and ridge.score == pytest.approx(alone.score, abs=1e-12)
+    np.testing.assert_allclose(ridge.weights.numpy(), alone.weights.numpy(), rtol=0,
+                               atol=1e-9 * float(alone.weights.abs().max()))
+    assert torch.equal(ridge.membership_mean, alone.membership_mean) and ridge.releases == alone.releases
+    expected = fit_whitened(*data, validation=validation, prior_mean=prior)
+    assert torch.equal(whitened.weights, expected.weights) and whitened.path == expected.path
+    assert (whitened.shrinkage, whitened.ridge, whitened.score) == (expected.shrinkage, expected.ridge, expected.score)
+
+
+def test_ridge_from_the_whitened_decomposition_of_a_constant_release_predicts_the_intercept():
+    """Releases that do not vary (a data-independent release): no map to fit; both fits predict the
+    intercept, as fit_ridge does."""
+    rng = np.random.default_rng(0)
+    b = UniformSubsetPrior(6, 3).sample(40, rng).astype(np.float64)
+    x = np.full((40, 9), 0.3)
+    ridge, whitened = fit_ridge_and_whitened(*_tensors(x, b), validation=_tensors(x[:20], b[:20]))
+    assert not ridge.weights.any() and not whitened.weights.any()
+    assert not fit_ridge(*_tensors(x, b), validation=_tensors(x[:20], b[:20])).weights.any()
+
+
 # --- fit_converged --------------------------------------------------------------------------
 
 
@@ -403,6 +442,24 @@ def _scripted(scores: dict[int, float], seen: list[torch.Tensor]):
                          "validation-auc", scores[x.shape[0]], (), int(x.shape[0]))
 
     return fit
+
+
+def test_fit_converged_jointly_runs_until_every_curve_levels_off():
+    """Two scripted fits of the same releases: the first levels off at 80 (gain 0.002 < 0.005), the
+    second only at 160; both curves run to 160, the first is converged from 80 on and keeps its best
+    fit (at 80, 0.722 > 0.7215), the second its fit at 160; the releases are drawn once."""
+    sampler, seen = _Recorder(), []
+    first = _scripted({20: 0.6, 40: 0.72, 80: 0.722, 160: 0.7215}, seen)
+    second = _scripted({20: 0.5, 40: 0.6, 80: 0.65, 160: 0.652}, [])
+    validation = sampler(50)
+    (fit_a, curve_a), (fit_b, curve_b) = fit_converged_jointly(lambda x, b, v: (first(x, b, v), second(x, b, v)),
+                                                               sampler, start=20, maximum=10_000,
+                                                               validation=validation, tolerance=0.005)
+    assert curve_a.releases == curve_b.releases == (20, 40, 80, 160)
+    assert curve_a.auc == (0.6, 0.72, 0.722, 0.7215) and curve_b.auc == (0.5, 0.6, 0.65, 0.652)
+    assert curve_a.converged and curve_b.converged
+    assert (fit_a.releases, fit_a.score) == (80, 0.722) and (fit_b.releases, fit_b.score) == (160, 0.652)
+    assert sampler.calls == [50, 20, 20, 40, 80]
 
 
 def test_fit_converged_doubles_until_the_gain_falls_below_tolerance():
