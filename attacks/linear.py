@@ -160,12 +160,10 @@ class LinearAttack(TorchAttack):
         if given is not None and knowledge.composition == 1:
             self.fit_, self.learning_curve_ = given
         elif partner is not None and knowledge.composition == 1:
-            start = default_shadow_releases(population.shape[0], self.release_width_)
-            maximum = self.max_shadow_releases or max_shadow_releases(population.shape[0], self.release_width_)
             (self.fit_, self.learning_curve_), whitened = fit_converged_jointly(
                 partial(fit_ridge_and_whitened, prior_mean=knowledge.membership_prior), sample,
-                start=min(start, maximum), maximum=maximum, validation=sample(self.validation_releases),
-                tolerance=self.tolerance)
+                validation=sample(self.validation_releases), tolerance=self.tolerance,
+                **self._curve_sizes(population.shape[0], self.release_width_))
             partner._use_fit(*whitened)
         elif not (self.pool_copies and knowledge.composition > 1):
             self.fit_, self.learning_curve_ = self._fit_curve(fit_function, sample, sample(self.validation_releases),
@@ -209,10 +207,14 @@ class LinearAttack(TorchAttack):
             x, b = sample(self.n_shadow_releases)
             fit = fit_function(x, b, validation)
             return fit, LearningCurve((fit.releases,), (fit.score,), False, self.tolerance)
-        start = default_shadow_releases(n_individuals, width)
+        return fit_converged(fit_function, sample, validation=validation, tolerance=self.tolerance,
+                             **self._curve_sizes(n_individuals, width, maximum))
+
+    def _curve_sizes(self, n_individuals: int, width: int, maximum: int | None = None) -> dict[str, int]:
+        """The learning curve's first and largest shadow sets: :func:`default_shadow_releases` of a
+        ``width``-wide release, up to ``maximum`` (default ``max_shadow_releases`` or the float budget)."""
         maximum = maximum or self.max_shadow_releases or max_shadow_releases(n_individuals, width)
-        return fit_converged(fit_function, sample, start=min(start, maximum), maximum=maximum, validation=validation,
-                             tolerance=self.tolerance)
+        return {"start": min(default_shadow_releases(n_individuals, width), maximum), "maximum": maximum}
 
     def _release_width(self, n_attributes: int) -> int:
         return self.release_width_

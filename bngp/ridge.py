@@ -633,36 +633,8 @@ def fit_converged(
     :class:`SharedDraws` (draws other fits read too; ``validation`` then required), the fits read
     its first releases in place, without a copy of their own.
     """
-    if start < 3 or maximum < start:
-        raise InputError(f"shadow releases must satisfy 3 <= start <= maximum, got {start} and {maximum}.")
-    if isinstance(sample, SharedDraws):
-        if validation is None:
-            raise InputError("fit_converged on shared draws needs `validation` releases.")
-        draws = sample
-    else:
-        if validation is None:
-            validation = sample(DEFAULT_VALIDATION_RELEASES)
-        draws = SharedDraws(sample)
-    size = start
-    sizes: list[int] = []
-    scores: list[float] = []
-    best: LinearFit | None = None
-    converged = False
-    while True:
-        # kept as drawn (float32 releases: half the memory); each fit makes its own float64 copy
-        x, b = draws.first(size)
-        current = fit(x, b, validation)
-        sizes.append(size)
-        scores.append(current.score)
-        if best is None or current.score > best.score:
-            best = current
-        if levelled_off(sizes, scores, tolerance):
-            converged = True
-            break
-        if size >= maximum:
-            break
-        size = min(2 * size, maximum)
-    return best, LearningCurve(tuple(sizes), tuple(scores), converged, tolerance)
+    return fit_converged_jointly(lambda x, b, held_out: (fit(x, b, held_out),), sample, start=start, maximum=maximum,
+                                 validation=validation, tolerance=tolerance)[0]
 
 
 def fit_converged_jointly(
@@ -683,7 +655,7 @@ def fit_converged_jointly(
         raise InputError(f"shadow releases must satisfy 3 <= start <= maximum, got {start} and {maximum}.")
     if isinstance(sample, SharedDraws):
         if validation is None:
-            raise InputError("fit_converged_jointly on shared draws needs `validation` releases.")
+            raise InputError("a converged fit on shared draws needs `validation` releases.")
         draws = sample
     else:
         if validation is None:
@@ -694,6 +666,7 @@ def fit_converged_jointly(
     scores: list[list[float]] = []
     best: list[LinearFit] = []
     while True:
+        # kept as drawn (float32 releases: half the memory); each fit makes its own float64 copy
         x, b = draws.first(size)
         current = fit(x, b, validation)
         sizes.append(size)
