@@ -239,16 +239,20 @@ class L1Reconstruction(LeastSquaresReconstruction):
         y, threshold, delta = y.to(dtype), threshold.to(dtype), delta.to(dtype)
         dual = torch.zeros_like(y)
         active = torch.ones(y.shape[0], dtype=torch.bool)
+        bound = -threshold
         for _ in range(self.max_iterations):
             new_delta = to_delta(y + slack - dual)
-            fitted = forward(new_delta)
-            new_slack = _soft_threshold(fitted - y + dual, threshold)
-            new_dual = dual + fitted - y - new_slack
-            rows = active[:, None]
+            argument = forward(new_delta).sub_(y).add_(dual)  # A delta - y + u
+            new_slack = argument - argument.clamp(bound, threshold)  # soft(argument, w / rho)
+            new_dual = argument - new_slack  # u + A delta - y - z
             change = (new_delta.detach() - delta.detach()).abs().amax(dim=1)
-            delta = torch.where(rows, new_delta, delta)
-            slack = torch.where(rows, new_slack, slack)
-            dual = torch.where(rows, new_dual, dual)
+            if bool(active.all()):
+                delta, slack, dual = new_delta, new_slack, new_dual
+            else:
+                rows = active[:, None]
+                delta = torch.where(rows, new_delta, delta)
+                slack = torch.where(rows, new_slack, slack)
+                dual = torch.where(rows, new_dual, dual)
             active = active & (change > self.tolerance)
             if not bool(active.any()):
                 break

@@ -20,22 +20,30 @@ __all__ = ["sample_laplace", "sample_gaussian", "sample_linf", "sample_noise"]
 
 
 def _open_uniform(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-    """U in (0, 1): torch's float64 uniforms are k / 2^53; shift by 2^-54 to the cell midpoint,
-    so the support is symmetric about 1/2 and excludes 0 and 1 (every log below is finite)."""
+    """U in (0, 1]: torch's float64 uniforms r = k / 2^53 shifted by 2^-54 towards the cell
+    midpoint.  Below 1/2 the sum is exact; above, it rounds to even (to r or r + 2^-53), and the
+    last cell gives U = 1 (probability 2^-53).  Used where U = 1 is harmless (-log U, 2U - 1);
+    the Laplace sampler takes the exact midpoints instead (:func:`_laplace_of`)."""
     return torch.rand(shape, generator=generator, dtype=torch.float64) + 2.0**-54
 
 
-def sample_laplace(shape: tuple[int, ...], scale: float, generator: torch.Generator) -> torch.Tensor:
-    """i.i.d. Laplace(scale) draws as float64: z = b log(2u) if u < 1/2 else -b log(2(1 - u)).
+def _laplace_of(r: torch.Tensor, scale: float) -> torch.Tensor:
+    """The Laplace(scale) inverse CDF at the exact cell midpoints u = r + 2^-54 of torch's float64
+    uniforms ``r`` = k / 2^53 (overwritten): b log(2u) if u < 1/2 else -b log(2(1 - u)).
 
-    One logarithm per draw, in place (the two branches were both evaluated on every draw); the
-    draws are bit for bit those of the formula (2u is exact, so 2 - 2u is the double 2(1 - u))."""
-    u = _open_uniform(shape, generator)
-    lower = u < 0.5
-    u.mul_(2.0)
-    torch.where(lower, u, 2.0 - u, out=u)
-    u.log_().mul_(scale)
-    return torch.where(lower, u, u.neg(), out=u)
+    v = 1 - 2u = (2^53 - 1 - 2k) / 2^53 is an odd multiple of 2^-53 in (-1, 1), computed exactly as
+    (1 - 2^-53) - 2r, and 1 - |v| is then exactly 2u below 1/2 and 2(1 - u) above, so
+    z = copysign(b log(1 - |v|), -v) is the formula at the midpoint, bit for bit: one logarithm,
+    no branch, never infinite (|z| <= 53 b log 2), and the support is symmetric about 0."""
+    v = r.mul_(-2.0).add_(1.0 - 2.0**-53)
+    magnitude = v.abs().neg_().add_(1.0).log_().mul_(scale)
+    return magnitude.copysign_(v.neg_())
+
+
+def sample_laplace(shape: tuple[int, ...], scale: float, generator: torch.Generator) -> torch.Tensor:
+    """i.i.d. Laplace(scale) draws as float64: z = b log(2u) if u < 1/2 else -b log(2(1 - u)),
+    u the midpoints of torch's float64 uniform grid (:func:`_laplace_of`)."""
+    return _laplace_of(torch.rand(shape, generator=generator, dtype=torch.float64), scale)
 
 
 def sample_gaussian(shape: tuple[int, ...], sigma: float, generator: torch.Generator) -> torch.Tensor:

@@ -115,12 +115,34 @@ def test_laplace_sampler_is_finite_at_extreme_uniforms() -> None:
     assert 10 < xi.abs().max().item() < 20
 
 
-def test_laplace_sampler_draws_the_inverse_cdf_formula_bit_for_bit() -> None:
-    """Reference: the two-branch inverse CDF z = b log(2u) (u < 1/2), -b log(2(1 - u)) (else),
-    on the same open uniforms; the sampler takes one logarithm per draw, in place."""
-    from bngp.release.noise import _open_uniform, sample_laplace
+def _laplace_at_midpoints(r: torch.Tensor, scale: float) -> torch.Tensor:
+    """Reference: the two-branch inverse CDF at the cell midpoints u = r + 2^-54 of uniforms
+    r = k / 2^53, each branch in exact arithmetic (r + 2^-54 below 1/2 and (1 - r) - 2^-54 above
+    are representable)."""
+    lower = r < 0.5
+    return scale * torch.where(lower, torch.log(2.0 * (r + 2.0**-54)), -torch.log(2.0 * ((1.0 - r) - 2.0**-54)))
 
-    u = _open_uniform((300, 700), torch.Generator().manual_seed(11))
-    expected = 0.37 * torch.where(u < 0.5, torch.log(2.0 * u), -torch.log(2.0 * (1.0 - u)))
+
+def test_laplace_sampler_draws_the_inverse_cdf_formula_bit_for_bit() -> None:
+    """Reference: the two-branch inverse CDF at the midpoints of the same uniforms; the sampler
+    takes one logarithm per draw, in place, without a branch."""
+    from bngp.release.noise import sample_laplace
+
+    r = torch.rand((300, 700), generator=torch.Generator().manual_seed(11), dtype=torch.float64)
     drawn = sample_laplace((300, 700), 0.37, torch.Generator().manual_seed(11))
-    assert torch.equal(drawn, expected) and (drawn < 0).any() and (drawn > 0).any()
+    assert torch.equal(drawn, _laplace_at_midpoints(r, 0.37)) and (drawn < 0).any() and (drawn > 0).any()
+
+
+def test_laplace_inverse_cdf_is_exact_and_finite_at_the_ends_and_the_middle_of_the_grid() -> None:
+    """Reference: the two-branch formula at the extreme and central cells k = 0, 1, 2^52 - 1,
+    2^52, 2^53 - 2, 2^53 - 1, where an inexact 1 - 2u would show; the last cell's draw is
+    53 b log 2, finite (u = r + 2^-54 rounded in float64 would be 1 there, and log 0)."""
+    from bngp.release.noise import _laplace_of
+
+    k = torch.tensor([0, 1, 2**52 - 1, 2**52, 2**53 - 2, 2**53 - 1], dtype=torch.float64)
+    r = k / 2.0**53
+    drawn = _laplace_of(r.clone(), 0.37)
+    assert torch.equal(drawn, _laplace_at_midpoints(r, 0.37))
+    assert drawn[0] < drawn[1] < drawn[2] < 0 < drawn[3] < drawn[4] < drawn[5]
+    assert torch.equal(drawn[[0, 2]], -drawn[[5, 3]])  # symmetric support
+    assert drawn[5].item() == 0.37 * 53 * math.log(2.0)
