@@ -8,9 +8,9 @@ float32 and float64 matmul throughput with the same threads.  Reports each attac
 |Q| = 5000), peak memory and each attack's AUC (so a faster run can be checked to be as
 strong).  ``--device cuda`` runs the attacks that can use a GPU there (:mod:`bngp.device`) and
 measures the matmul references on it.  The converged linear fits report their learning curves;
-their cost is dominated by one |Q| x |Q| eigendecomposition per size of the curve, one for both
-maps since they are fitted together (see
-``docs/results.md``, Speed).
+their cost is dominated, at each size of the curve, by the |Q| x |Q| Gram matrix of the residual
+and its tridiagonal form (an eigendecomposition on a GPU), one for both maps since they are
+fitted together (see ``docs/results.md``, Speed).
 
 Usage::
 

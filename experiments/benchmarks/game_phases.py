@@ -11,8 +11,8 @@ Per phase it reports:
   time of the default budget is their product summed over phases;
 - FLOPs counted from the layer sizes (a Linear layer: 2 * batch * in * out forward, twice that
   backward; f(D) = b Z: 2 * batch * K * |Q|; the ridge refit in float64: the Gram matrix of the
-  smaller side, its eigendecomposition, ~4 r^3 with r = min(rows, columns), and the back
-  projection), and the achieved throughput as a fraction of the matmul throughput of this
+  smaller side, its tridiagonal form (4/3 r^3, more rows than columns) or eigendecomposition
+  (~4 r^3), r = min(rows, columns), and the products around it), and the achieved throughput as a fraction of the matmul throughput of this
   machine measured in the same process (float32 for the networks, float64 for the ridge fits);
 - the process's peak resident memory (and on a GPU the peak memory torch allocated there).
 
@@ -83,15 +83,18 @@ def default_calls(config) -> dict[str, float]:
 
 def _refit_fit_flops(rows: int, columns: int, outputs: int, validation: int, path: int) -> float:
     """FLOPs of one in-game refit's fit (``bngp.ridge.fit_ridge`` with validation draws, then the
-    population-inversion head), from the products it runs: the Gram matrix of the smaller side by
-    syrk (half a general product), its eigendecomposition (~4 r^3), r = min(rows, columns); with
-    more rows than columns X^T B, the projection and the map; with fewer (the dual form) U^T B, the
-    validation kernel X_v X^T and the map X^T (U ...); the validation predictions along the path;
-    the inversion head's features (each release through the K x |Q| inverse)."""
+    population-inversion head), from the products it runs.  With more rows than columns (the
+    primal form, :func:`bngp.ridge.symmetric_form` on the CPU): the Gram matrix X^T X by syrk (half
+    a general product), its Householder tridiagonalisation (4/3 r^3), X^T B, the reflectors applied
+    to X^T B, X_v^T and the chosen map (2 r^2 per column), the shifted tridiagonal solves (O(r) per
+    column, not counted); with fewer (the dual form) the Gram matrix of the rows, its
+    eigendecomposition (~4 r^3), U^T B, the validation kernel X_v X^T and the map X^T (U ...);
+    r = min(rows, columns); then the validation predictions along the path and the inversion
+    head's features (each release through the K x |Q| inverse)."""
     r = min(rows, columns)
     if rows > columns:
-        ridge = rows * columns**2 + 4.0 * r**3 + 2.0 * rows * columns * outputs + 2.0 * r * columns * outputs \
-            + 2.0 * validation * columns * r + 2.0 * columns * r * outputs
+        ridge = rows * columns**2 + 4.0 / 3.0 * r**3 + 2.0 * rows * columns * outputs \
+            + 2.0 * r**2 * (2 * outputs + validation)
     else:
         ridge = columns * rows**2 + 4.0 * r**3 + 2.0 * rows * r * outputs + 2.0 * validation * columns * rows \
             + 2.0 * validation * rows * r + 2.0 * rows * r * outputs + 2.0 * columns * rows * outputs

@@ -16,12 +16,12 @@ from game_phases import _refit_fit_flops, _size, main  # noqa: E402
 
 def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
     """Counted by hand, R rows, Q columns, K outputs, V validation draws, P penalties, r = min(R, Q):
-    tall (R > Q): syrk R Q^2, eigh 4 Q^3, X^T B 2 R Q K, projection 2 r Q K, validation 2 V Q r,
-    map 2 Q r K; wide (R <= Q, the dual form): syrk Q R^2, eigh 4 R^3, U^T B 2 R r K, kernel
+    tall (R > Q, the tridiagonal form): syrk R Q^2, sytrd 4/3 Q^3, X^T B 2 R Q K, the reflectors
+    applied to X^T B, X_v^T and the map 2 Q^2 (K + V + K); wide (R <= Q, the dual form): syrk Q R^2, eigh 4 R^3, U^T B 2 R r K, kernel
     2 V Q R, rotation 2 V R r, U (...) 2 R r K, map 2 Q R K; both: path P 2 V r K and the
     inversion head's features 2 R Q K."""
     R, Q, K, V, P = 10, 4, 3, 5, 7
-    tall = R * Q**2 + 4 * Q**3 + 2 * R * Q * K + 2 * Q * Q * K + 2 * V * Q * Q + 2 * Q * Q * K
+    tall = R * Q**2 + 4 / 3 * Q**3 + 2 * R * Q * K + 2 * Q * Q * K + 2 * V * Q * Q + 2 * Q * Q * K
     assert _refit_fit_flops(R, Q, K, V, P) == tall + P * 2 * V * Q * K + 2 * R * Q * K
     R, Q = 4, 10
     wide = Q * R**2 + 4 * R**3 + 2 * R * R * K + 2 * V * Q * R + 2 * V * R * R + 2 * R * R * K + 2 * Q * R * K
