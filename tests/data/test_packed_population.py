@@ -120,8 +120,11 @@ def test_evaluation_scores_identical(population, spec):
     results = [evaluate_defense(p, prior, parse_defense_spec(spec, DefenseContext(p, 30)), ANALYTIC, releases=3,
                                 seed=3, n_members=30) for p in (population, population.to_packed())]
     for name, scores in results[0].scores.items():
-        if name.startswith("reconstruction"):  # packed: block sums and an exact float32 Gram, so equal to rounding
+        if name == "reconstruction":  # packed: block sums and an exact float32 Gram, so equal to rounding
             np.testing.assert_allclose(results[1].scores[name], scores, rtol=0, atol=1e-10)
+        elif name == "reconstruction-l1":  # float32 ADMM iterations whose products round differently (the
+            # tolerance of tests/attacks' float32-against-float64 check)
+            np.testing.assert_allclose(results[1].scores[name], scores, rtol=0, atol=1e-4)
         else:  # the affine statistics unpack the same blocks and multiply in the same order: bit for bit
             assert np.array_equal(results[1].scores[name], scores), name
     assert results[0].attacks["lrt"]["auc"] == results[1].attacks["lrt"]["auc"]
