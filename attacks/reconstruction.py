@@ -57,7 +57,8 @@ __all__ = ["LeastSquaresReconstruction", "L1Reconstruction"]
 _PRECISIONS = {"float32": torch.float32, "float64": torch.float64}
 
 def _soft_threshold(values: torch.Tensor, threshold: torch.Tensor) -> torch.Tensor:
-    return torch.sign(values) * torch.relu(torch.abs(values) - threshold)
+    """sign(v) max(|v| - t, 0) for thresholds t >= 0, as v - clamp(v, -t, t) (two passes)."""
+    return values - values.clamp(-threshold, threshold)
 
 
 @register_attack("reconstruction")
@@ -239,11 +240,10 @@ class L1Reconstruction(LeastSquaresReconstruction):
         y, threshold, delta = y.to(dtype), threshold.to(dtype), delta.to(dtype)
         dual = torch.zeros_like(y)
         active = torch.ones(y.shape[0], dtype=torch.bool)
-        bound = -threshold
         for _ in range(self.max_iterations):
             new_delta = to_delta(y + slack - dual)
             argument = forward(new_delta).sub_(y).add_(dual)  # A delta - y + u
-            new_slack = argument - argument.clamp(bound, threshold)  # soft(argument, w / rho)
+            new_slack = _soft_threshold(argument, threshold)  # soft(argument, w / rho)
             new_dual = argument - new_slack  # u + A delta - y - z
             change = (new_delta.detach() - delta.detach()).abs().amax(dim=1)
             if bool(active.all()):
