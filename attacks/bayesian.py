@@ -71,22 +71,22 @@ class BayesianAttack(Attack):
         population = np.asarray(knowledge.population, dtype=np.uint8)
         theta = np.asarray(knowledge.membership_prior, dtype=np.float64)
         n_individuals = population.shape[0]
-        sample = pooled_sampler(knowledge.simulate, seed, self.config.batch_size * 25)
-        n_outputs = int(sample(1)[0].shape[1])  # the release width (composed mechanisms are wider)
-        spec = AttackerSpec(n_outputs, n_individuals, init=self.config.init)
-        self.attacker_ = train_attacker(
-            sample,
-            spec,
-            self.config,
-            seed=seed,
-            population=population,
-            n_members=float(knowledge.n_members if knowledge.n_members is not None else theta.sum()),
-            theta=theta,
-            progress=self.progress,
-            description="bayesian attacker",
-            device=self.device,
-            warm_fit=self._warm_fit if self.config.init == "shadow-ridge" else None,
-        )
+        with pooled_sampler(knowledge.simulate, seed, self.config.batch_size * 25) as sample:
+            n_outputs = int(sample(1)[0].shape[1])  # the release width (composed mechanisms are wider)
+            spec = AttackerSpec(n_outputs, n_individuals, init=self.config.init)
+            self.attacker_ = train_attacker(
+                sample,
+                spec,
+                self.config,
+                seed=seed,
+                population=population,
+                n_members=float(knowledge.n_members if knowledge.n_members is not None else theta.sum()),
+                theta=theta,
+                progress=self.progress,
+                description="bayesian attacker",
+                device=self.device,
+                warm_fit=self._warm_fit if self.config.init == "shadow-ridge" else None,
+            )
         self._rows = {row.tobytes(): i for i, row in enumerate(population)}
 
     def describe(self) -> dict:

@@ -237,10 +237,10 @@ class PerIndividualAttack(Attack):
         theta = np.asarray(knowledge.membership_prior, dtype=np.float64)
         if theta.shape != (population.shape[0],) or not np.all((theta >= 0) & (theta <= 1)):
             raise InputError(f"`membership_prior` must be {population.shape[0]} probabilities (one per individual).")
-        sample = pooled_sampler(knowledge.simulate, seed, self.config.batch_size * 25)
-        self.attacker_, self.training_ = train_per_individual(
-            sample, population, theta, self.config, seed=seed, device=self.device, progress=self.progress
-        )
+        with pooled_sampler(knowledge.simulate, seed, self.config.batch_size * 25) as sample:
+            self.attacker_, self.training_ = train_per_individual(
+                sample, population, theta, self.config, seed=seed, device=self.device, progress=self.progress
+            )
 
     def describe(self) -> dict:
         record = super().describe()

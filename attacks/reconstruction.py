@@ -214,6 +214,11 @@ class L1Reconstruction(LeastSquaresReconstruction):
         self._operators = None
         super()._fit(knowledge, seed)
 
+    def __getstate__(self) -> dict:
+        """The state without the cached operators (closures, formed again on the next solve), so a
+        fitted attack pickles (:mod:`bngp.workers`)."""
+        return {**self.__dict__, "_operators": None}
+
     def _iteration_operators(self) -> tuple[Callable[[torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]:
         """(v -> (A^T A + lambda I)^+ A^T v, delta -> A delta) row-wise in the iterations' precision;
         a dense design as one |Q| x K matrix each way (formed once per fit)."""

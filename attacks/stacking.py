@@ -24,7 +24,7 @@ from .composed import for_composition
 from .base import Attack, AttackKnowledge
 from .inputs import check_binary_panel
 from .registry import attack_requirements, get_attack, register_attack
-from .shadow import simulated_shadow
+from .shadow import ShadowData, simulated_shadow
 from bngp.errors import InputError
 from bngp.ridge import logistic_calibration
 from bngp.rng import spawn_seeds
@@ -60,16 +60,28 @@ class StackedAttack(Attack):
         self.base = tuple(base)
         self.n_stacking_releases = check_positive_int("n_stacking_releases", n_stacking_releases, minimum=2)
         self._supplied: dict[str, Attack] = {}
+        self._supplied_scores: dict[str, np.ndarray] = {}
         self._device = None
         self.bases_: dict[str, Attack] = {}
         self.weights_: np.ndarray | None = None
         self.spread_: np.ndarray | None = None
         self.population_: np.ndarray | None = None
 
-    def use_fitted(self, attacks: dict[str, Attack]) -> "StackedAttack":
-        """Pool these already fitted attacks (as well as the base ones); returns self."""
+    def use_fitted(self, attacks: dict[str, Attack], stacking_scores: Mapping[str, np.ndarray] | None = None
+                   ) -> "StackedAttack":
+        """Pool these already fitted attacks (as well as the base ones); returns self.
+        ``stacking_scores``: what some of them already scored the population on the stacking
+        releases of the next :meth:`fit` (:meth:`stacking_releases` of its knowledge and seed),
+        (``n_stacking_releases``, K) each, used as they are instead of scoring again (the
+        evaluation scores them in its helper process, :mod:`bngp.workers`)."""
         self._supplied = {name: attack for name, attack in attacks.items() if not isinstance(attack, StackedAttack)}
+        self._supplied_scores = dict(stacking_scores or {})
         return self
+
+    def stacking_releases(self, knowledge: AttackKnowledge, seed: int) -> ShadowData:
+        """The releases simulated against the defense on which :meth:`fit` with ``seed`` fits the
+        combination (labelled on the known population)."""
+        return simulated_shadow(knowledge, self.n_stacking_releases, spawn_seeds(seed, 1)[0])
 
     def set_device(self, device) -> "StackedAttack":
         """The device of the base attacks it fits itself (:meth:`bngp.attacks.base.Attack.set_device`)."""
@@ -88,10 +100,11 @@ class StackedAttack(Attack):
             bases[name] = base.fit(knowledge, seed=attack_seed)
         if not bases:
             raise InputError("the stacked attack has no base attack whose knowledge is available.")
-        stacking = simulated_shadow(knowledge, self.n_stacking_releases, spawn_seeds(seed, 1)[0])
+        stacking = self.stacking_releases(knowledge, seed)
         self.bases_ = bases
         self.population_ = np.asarray(knowledge.population)
-        raw = self._centred(stacking.targets, stacking.releases)
+        known, self._supplied_scores = self._supplied_scores, {}
+        raw = self._centred(stacking.targets, stacking.releases, known)
         self.spread_ = raw.reshape(-1, raw.shape[-1]).std(axis=0) + 1e-300
         features = torch.from_numpy((raw / self.spread_).reshape(-1, raw.shape[-1]))
         self.weights_ = logistic_calibration(features, torch.from_numpy(stacking.labels.reshape(-1).astype(np.float64))).numpy()

@@ -44,6 +44,8 @@ learning curves together (``bngp evaluate`` and the game's fresh-attacker check 
 :func:`default_shadow_releases` up to :func:`max_shadow_releases`, until the validation AUC
 rises by less than ``tolerance`` per doubling (:func:`bngp.metrics.levelled_off`); the learning
 curve (releases, validation AUC) is returned with the fit and reported by every attack that uses it.
+A curve always fits its first two sizes; with a helper process current (:mod:`bngp.workers`) the
+first is fitted there while this process fits the second (the same fits, in the time of the larger).
 
 **Device.**  The fits run where their tensors are (the CPU, or the GPU of a game trained with
 ``device="cuda"``, :mod:`bngp.device`); a fit's tensors live on its releases' device, and AUCs
@@ -52,6 +54,7 @@ are computed from CPU copies.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -61,6 +64,7 @@ import torch
 
 from bngp.errors import InputError
 from bngp.metrics import levelled_off, release_aucs
+from bngp.workers import HelperResult, current_helper
 
 __all__ = [
     "LinearFit",
@@ -788,8 +792,18 @@ def fit_converged(
     :class:`SharedDraws` (draws other fits read too; ``validation`` then required), the fits read
     its first releases in place, without a copy of their own.
     """
-    return fit_converged_jointly(lambda x, b, held_out: (fit(x, b, held_out),), sample, start=start, maximum=maximum,
-                                 validation=validation, tolerance=tolerance)[0]
+    return fit_converged_jointly(_AsTuple(fit), sample, start=start, maximum=maximum, validation=validation,
+                                 tolerance=tolerance)[0]
+
+
+@dataclass(frozen=True)
+class _AsTuple:
+    """``fit`` returning its one fit as a tuple (picklable, so that a helper process can run it)."""
+
+    fit: Callable[[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]], LinearFit]
+
+    def __call__(self, x: torch.Tensor, b: torch.Tensor, validation: tuple[torch.Tensor, torch.Tensor]) -> tuple[LinearFit]:
+        return (self.fit(x, b, validation),)
 
 
 def fit_converged_jointly(
@@ -816,14 +830,12 @@ def fit_converged_jointly(
         if validation is None:
             validation = sample(DEFAULT_VALIDATION_RELEASES)
         draws = SharedDraws(sample)
-    size = start
     sizes: list[int] = []
     scores: list[list[float]] = []
     best: list[LinearFit] = []
-    while True:
-        # kept as drawn (float32 releases: half the memory); each fit makes its own float64 copy
-        x, b = draws.first(size)
-        current = fit(x, b, validation)
+
+    def record(size: int, current: tuple[LinearFit, ...]) -> list[bool]:
+        nonlocal best, scores
         sizes.append(size)
         if not best:
             best, scores = list(current), [[] for _ in current]
@@ -831,12 +843,52 @@ def fit_converged_jointly(
             scores[index].append(one.score)
             if one.score > best[index].score:
                 best[index] = one
-        converged = [levelled_off(sizes, curve, tolerance) for curve in scores]
+        return [levelled_off(sizes, curve, tolerance) for curve in scores]
+
+    size = start
+    ahead = _fit_ahead(fit, draws, start, maximum, validation)
+    if ahead is not None:  # the first two sizes at once: the first in the helper process, the second here
+        second = min(2 * start, maximum)
+        x, b = draws.first(second)
+        current = fit(x, b, validation)
+        record(start, ahead.result())
+        converged = record(second, current)
+        size = second
+        if all(converged) or size >= maximum:
+            return _converged_fits(best, sizes, scores, converged, tolerance)
+        size = min(2 * size, maximum)
+    while True:
+        # kept as drawn (float32 releases: half the memory); each fit makes its own float64 copy
+        x, b = draws.first(size)
+        converged = record(size, fit(x, b, validation))
         if all(converged) or size >= maximum:
             break
         size = min(2 * size, maximum)
+    return _converged_fits(best, sizes, scores, converged, tolerance)
+
+
+def _converged_fits(best: list[LinearFit], sizes: list[int], scores: list[list[float]], converged: list[bool],
+                    tolerance: float) -> tuple[tuple[LinearFit, LearningCurve], ...]:
     return tuple((one, LearningCurve(tuple(sizes), tuple(curve), done, tolerance))
                  for one, curve, done in zip(best, scores, converged))
+
+
+def _fit_ahead(fit: Callable, draws: SharedDraws, start: int, maximum: int,
+               validation: tuple[torch.Tensor, torch.Tensor]) -> HelperResult | None:
+    """With a current helper process (:func:`bngp.workers.current_helper`), the fit of the first
+    ``start`` CPU draws submitted to it (a learning curve always fits its first two sizes: a curve
+    of one point has not levelled off); None without one, when there is no second size, or when
+    ``fit`` cannot travel to it (then every size is fitted here)."""
+    helper = current_helper()
+    if helper is None or maximum <= start:
+        return None
+    x, b = draws.first(start)
+    if x.device.type != "cpu" or validation[0].device.type != "cpu":
+        return None
+    try:  # copies: a view would send the whole storage of the draws
+        return helper.submit(fit, x.clone(), b.clone(), validation)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
 
 
 #: :func:`logistic_calibration` stops when the Newton decrement is below this fraction of the objective.

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PhaseTimer", "matmul_flops", "peak_rss_bytes", "peak_device_bytes"]
+__all__ = ["PhaseTimer", "matmul_flops", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
 
 
 class PhaseTimer:
@@ -87,6 +87,13 @@ def peak_rss_bytes() -> int:
     """Peak resident set size of this process so far (``getrusage``: KiB on Linux, bytes on macOS).
     A high-water mark: it includes everything the process ran before."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def peak_child_rss_bytes() -> int:
+    """Peak resident set size of the largest child process of this one that has ended and been
+    waited for (``getrusage(RUSAGE_CHILDREN)``; a helper process, :mod:`bngp.workers`), 0 if none."""
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 

@@ -10,7 +10,8 @@ import numpy as np
 from bngp.cli import COMMANDS
 from bngp.attacks.registry import parse_attack_names
 from bngp.attacks.training import AttackerTrainingConfig
-from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_population_and_prior, parse_patience
+from bngp.cli.common import (add_device_arg, add_population_args, add_threads_arg, add_workers_arg, load_population_and_prior,
+                             parse_patience, resolve_workers)
 from bngp.device import resolve_device
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
@@ -25,6 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "evaluate",
         help=COMMANDS["evaluate"][1],)
     add_threads_arg(parser)
+    add_workers_arg(parser)
     add_device_arg(parser, "the Bayesian attacker's network")
     add_population_args(parser)
     parser.add_argument("--defense", required=True, metavar="SPEC",
@@ -56,11 +58,14 @@ def run(args: argparse.Namespace) -> int:
     if args.attacker_steps < 0:
         raise InputError(f"`--attacker-steps` must be >= 0, got {args.attacker_steps}.")
     attacker = AttackerTrainingConfig(steps=args.attacker_steps, patience=parse_patience(args.attacker_patience, "--attacker-patience"))
+    resolve_workers(args.workers, 0)  # a bad value fails before any work
     population, prior = load_population_and_prior(args.population, args.members)
     parse_attack_names(args.attacks)  # unknown names fail before any work
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
+    workers = resolve_workers(args.workers, population.n_individuals * population.n_attributes * defense.composition)
     result = evaluate_defense(population, prior, defense, args.attacks, releases=args.releases, seed=args.seed,
-                              n_members=args.members, progress=not args.quiet, device=device, attacker=attacker)
+                              n_members=args.members, progress=not args.quiet, device=device, attacker=attacker,
+                              workers=workers)
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense
     plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,

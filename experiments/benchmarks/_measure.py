@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bngp.timing import matmul_flops, peak_device_bytes, peak_rss_bytes
+from bngp.timing import matmul_flops, peak_child_rss_bytes, peak_device_bytes, peak_rss_bytes
 
 __all__ = ["matmul_peak_flops", "peak_memory_gib", "peak_device_memory_gib", "device_description", "linear_flops"]
 
@@ -23,6 +23,12 @@ def matmul_peak_flops(size: int | None = None, repeats: int = 8, dtype: torch.dt
 def peak_memory_gib() -> float:
     """Peak resident memory of this process so far (GiB; :func:`bngp.timing.peak_rss_bytes`)."""
     return peak_rss_bytes() / 2**30
+
+
+def peak_helper_memory_gib() -> float:
+    """Peak resident memory of the largest finished child process, a helper process (GiB;
+    :func:`bngp.timing.peak_child_rss_bytes`)."""
+    return peak_child_rss_bytes() / 2**30
 
 
 def peak_device_memory_gib(device: torch.device | str) -> float:

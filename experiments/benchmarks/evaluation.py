@@ -10,12 +10,15 @@ strong).  ``--device cuda`` runs the attacks that can use a GPU there (:mod:`bng
 measures the matmul references on it.  The converged linear fits report their learning curves;
 their cost is dominated, at each size of the curve, by the |Q| x |Q| Gram matrix of the residual
 and its tridiagonal form (an eigendecomposition on a GPU), one for both maps since they are
-fitted together (see ``docs/results.md``, Speed).
+fitted together (see ``docs/results.md``, Speed).  ``--workers`` is the command's: by default
+(auto) a paper-scale evaluation on 2 cores or more runs with a helper process
+(:mod:`bngp.workers`), and the record gives its peak memory next to this process's.
 
 Usage::
 
     OMP_NUM_THREADS=1 python experiments/benchmarks/evaluation.py --individuals 800 --snvs 5000 \\
-        [--defense laplace:epsilon=10] [--releases 50] [--threads 1] [--out experiments/results/benchmarks]
+        [--defense laplace:epsilon=10] [--releases 50] [--threads 1] [--workers auto|1|2] \\
+        [--out experiments/results/benchmarks]
 """
 
 from __future__ import annotations
@@ -29,14 +32,15 @@ from bngp.device import DEVICE_NAMES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import device_description, matmul_peak_flops, peak_device_memory_gib, peak_memory_gib  # noqa: E402
+from _measure import (device_description, matmul_peak_flops, peak_device_memory_gib, peak_helper_memory_gib,  # noqa: E402
+                      peak_memory_gib)
 
 #: the issue's target for K = 800, |Q| = 5000, 50 releases (seconds).
 PAPER_SCALE_TARGET_SECONDS = 180.0
 
 
 def measure(individuals: int, snvs: int, defense_spec: str, releases: int, threads: int, seed: int,
-            device: str = "cpu") -> dict:
+            device: str = "cpu", workers: int = 1) -> dict:
     """Evaluate every attack against ``defense_spec`` and return the timing record."""
     import torch
 
@@ -56,7 +60,7 @@ def measure(individuals: int, snvs: int, defense_spec: str, releases: int, threa
     defense = parse_defense_spec(defense_spec, DefenseContext(population, members))
     started = time.perf_counter()
     result = evaluate_defense(population, prior, defense, "all", releases=releases, seed=seed, n_members=members,
-                              progress=True, device=where)
+                              progress=True, device=where, workers=workers)
     wall = time.perf_counter() - started
     attacks = {name: {"seconds": entry["seconds"], "share": entry["seconds"] / wall, "auc": entry["auc"]}
                for name, entry in result.attacks.items()}
@@ -67,12 +71,14 @@ def measure(individuals: int, snvs: int, defense_spec: str, releases: int, threa
         "defense": defense_spec,
         "releases": releases,
         "threads": threads,
+        "workers": workers,
         "device": device_description(where),
         "seed": seed,
         "matmul_gflops_float32": peak32 / 1e9,
         "matmul_gflops_float64": peak64 / 1e9,
         "wall_seconds": wall,
         "peak_memory_gib": peak_memory_gib(),
+        "peak_helper_memory_gib": peak_helper_memory_gib(),
         "peak_device_memory_gib": peak_device_memory_gib(where),
         "attacks": attacks,
     }
@@ -88,17 +94,22 @@ def markdown(record: dict, command: str) -> str:
         target = f"; target <= {PAPER_SCALE_TARGET_SECONDS:.0f} s: {'met' if met else 'NOT met'}"
     gib = record.get("peak_device_memory_gib") or 0.0
     gpu_memory = f" (GPU: {gib:.2f} GiB allocated)" if gib else ""
+    workers = record.get("workers", 1)
+    helper_memory = (f" (helper process: {record.get('peak_helper_memory_gib', 0.0):.2f} GiB)" if workers > 1 else "")
     lines = [
         "# Evaluation time by attack",
         "",
-        f"`{command}` (seed {record['seed']}, {record['threads']} thread(s), device {record.get('device', 'cpu')}).",
+        f"`{command}` (seed {record['seed']}, {record['threads']} thread(s), {workers} process(es), device "
+        f"{record.get('device', 'cpu')}).",
         "",
         f"K = {record['individuals']}, |Q| = {record['snvs']}, n = {record['members']}, defense "
         f"`{record['defense']}`, {record['releases']} releases. matmul {record['matmul_gflops_float32']:.1f} GFLOP/s "
         f"(float32), {record['matmul_gflops_float64']:.1f} (float64), measured in the same process; "
         f"**evaluation {record['wall_seconds']:.0f} s**{target}; peak memory {record['peak_memory_gib']:.2f} GiB"
-        f"{gpu_memory}.",
+        f"{helper_memory}{gpu_memory}.",
         "",
+        *(["With a helper process the attacks run two at a time: `s` is each attack's own time and the "
+           "shares add up to more than 100%.", ""] if workers > 1 else []),
         "| attack | s | share | AUC |",
         "|---|---|---|---|",
     ]
@@ -114,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--defense", default="laplace:epsilon=10", help="defense spec (default: %(default)s)")
     parser.add_argument("--releases", type=int, default=50, help="(default: %(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
+    parser.add_argument("--workers", default="auto", metavar="auto|1|2",
+                        help="processes: 1, or 2 with a helper process (bngp.workers); auto: as `bngp evaluate` "
+                             "(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     parser.add_argument("--device", choices=DEVICE_NAMES, default="cpu",
                         help="where the attacks that can use a GPU run (default: %(default)s)")
@@ -124,8 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = "python experiments/benchmarks/evaluation.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    record = measure(args.individuals, args.snvs, args.defense, args.releases, args.threads, args.seed, args.device)
-    stem = f"evaluation_{args.individuals}x{args.snvs}_t{args.threads}" + ("" if args.device == "cpu" else f"_{args.device}")
+    from bngp.cli.common import resolve_workers
+
+    workers = resolve_workers(args.workers, args.individuals * args.snvs)
+    record = measure(args.individuals, args.snvs, args.defense, args.releases, args.threads, args.seed, args.device,
+                     workers)
+    stem = (f"evaluation_{args.individuals}x{args.snvs}_t{args.threads}" + ("" if workers == 1 else f"_w{workers}")
+            + ("" if args.device == "cpu" else f"_{args.device}"))
     write_json(out / f"{stem}.json", {"command": command, **record})
     write_text(out / f"{stem}.md", markdown(record, command))
     print(markdown(record, command))

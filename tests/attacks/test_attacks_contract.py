@@ -22,6 +22,7 @@ declares in ``requires`` (every other field left unset), then must:
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -222,6 +223,15 @@ def test_fit_and_scores_are_deterministic_given_the_seed(fitted, setting) -> Non
     np.testing.assert_array_equal(attack.score(targets, releases), scores)
     np.testing.assert_allclose(again.score(targets, releases), scores, rtol=1e-12, atol=1e-12)
     assert again.threshold_ == attack.threshold_ and again.orientation_ == attack.orientation_
+
+
+def test_a_fitted_attack_travels_to_another_process(fitted, setting) -> None:
+    """A fitted attack pickles to one that gives the same scores: the evaluation's helper process
+    (bngp.workers) sends the attacks it fits back."""
+    attack, _ = fitted
+    copy = pickle.loads(pickle.dumps(attack))
+    targets, releases = setting.population.genotypes, setting.eval_releases
+    np.testing.assert_array_equal(copy.score(targets, releases), attack.score(targets, releases))
 
 
 def test_describe_and_orientation_record(fitted) -> None:

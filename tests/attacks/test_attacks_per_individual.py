@@ -18,6 +18,7 @@ from bngp.attacks.per_individual_network import (
     score_in_blocks,
 )
 from bngp.attacks.training import optimise_with_validation, pooled_sampler
+from bngp.rng import spawn_seeds
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses.base import Defense
@@ -182,17 +183,27 @@ def test_an_individual_batch_trains_on_subsets(population) -> None:
     assert subset > start + 0.005
 
 
-def test_the_pooled_sampler_returns_what_it_is_asked_for() -> None:
-    """Requests within a pool read it in order; a larger request draws a pool of its own size."""
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_the_pooled_sampler_returns_what_it_is_asked_for(prefetch: bool) -> None:
+    """Requests within a pool read it in order; a larger request draws a pool of its own size; the
+    i-th pool comes from the i-th spawned seed, whether the next pool is drawn ahead or not."""
+    seeds = spawn_seeds(0, 4)
     calls = []
 
     def simulate(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        calls.append(n)
-        return np.full((n, 3), float(len(calls))), np.zeros((n, 2))
+        calls.append((n, seeds.index(seed)))
+        return np.full((n, 3), float(seeds.index(seed))), np.zeros((n, 2))
 
-    sample = pooled_sampler(simulate, seed=0, chunk=10)
-    assert [sample(n)[0].shape[0] for n in (4, 4, 25, 3)] == [4, 4, 25, 3] and calls == [10, 25, 10]
-    assert sample(7)[0][:, 0].tolist() == [3.0] * 7 and calls == [10, 25, 10]  # the third pool, read on
+    with pooled_sampler(simulate, seed=0, chunk=10, prefetch=prefetch) as sample:
+        first = [sample(n)[0] for n in (4, 4, 25, 3)]
+        assert [x.shape[0] for x in first] == [4, 4, 25, 3]
+        assert [float(x[0, 0]) for x in first] == [0.0, 0.0, 1.0, 2.0]
+        assert sample(7)[0][:, 0].tolist() == [2.0] * 7  # the third pool, read on
+    # every pool read is the one a request draws (size, seed); drawn ahead, the next one too (pool 3),
+    # and pool 1 ahead at the chunk's size before the larger request drew its own
+    read = [(10, 0), (25, 1), (10, 2)]
+    assert calls == (read if not prefetch else [(10, 0), (10, 1), (25, 1), (10, 2), (10, 3)])
+    assert sample._executor is None  # closed: no draw outlives the sampler
 
 
 def test_early_stopping_counts_improvements_larger_than_the_tolerance() -> None:

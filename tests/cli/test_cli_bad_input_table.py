@@ -77,6 +77,8 @@ CASES = {
                              "--min-maf"),
     "threads-zero": (lambda t, p, r: ["evaluate", "--population", p, "--members", "20", "--defense", "none",
                                       "--attacks", "score", "--threads", "0", "--out", t / "e.json"], "--threads"),
+    "workers-three": (lambda t, p, r: ["evaluate", "--population", p, "--members", "20", "--defense", "none",
+                                       "--attacks", "score", "--workers", "3", "--out", t / "e.json"], "--workers"),
     "audit-npz-for-bits": (lambda t, p, r: ["audit", _scores(t), "--method", "bits", "--out", t / "a.json"],
                            "bits"),
 }

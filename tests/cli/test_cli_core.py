@@ -150,6 +150,30 @@ def test_evaluate_is_deterministic(small_population_file, tmp_path, capsys):
     assert outputs[0] == outputs[1]
 
 
+def test_evaluate_with_a_helper_process_reports_the_same_attacks(small_population_file, tmp_path, capsys):
+    """--workers 2 (a helper process fits the attacks independent of the others) gives the report of
+    --workers 1 but for the wall times and the recorded processes; auto is 1 on a small population
+    (K x |Q| = 40 x 120 is below HELPER_MIN_SIZE)."""
+    payloads = {}
+    for workers in ("1", "2", "auto"):
+        out = tmp_path / f"w{workers}.json"
+        code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+                               "--defense", "laplace:epsilon=50", "--attacks", "lrt,linear,reconstruction-l1,stacked",
+                               "--releases", 3, "--seed", 5, "--workers", workers, "--out", out)
+        assert code == 0, err
+        payloads[workers] = json.loads(out.read_text())
+        assert payloads[workers]["workers"] == (2 if workers == "2" else 1)
+        assert ("in the helper process" in err) == (workers == "2")
+    attacks = {}
+    for workers, payload in payloads.items():
+        for entry in payload["attacks"].values():
+            entry.pop("seconds")
+        # to 12 significant digits: the helper's products may round differently (measured: equal to 5e-16)
+        attacks[workers] = json.loads(json.dumps(payload["attacks"]), parse_float=lambda text: float(f"{float(text):.12g}"))
+    assert attacks["2"] == attacks["1"] and list(attacks["2"]) == list(attacks["1"])
+    assert payloads["auto"]["attacks"] == payloads["1"]["attacks"]
+
+
 @pytest.fixture()
 def nan_population(tmp_path):
     path = tmp_path / "nan.npz"

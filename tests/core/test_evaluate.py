@@ -1,4 +1,5 @@
 import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -95,9 +96,9 @@ def test_result_is_a_frozen_record_built_complete(small_population):
         result = evaluate_defense(small_population, prior, NoDefense(), {"bayesian": _Constant(), "score": _Oracle()},
                                   releases=3, seed=0, n_members=20, kappa=np.full(small_population.n_attributes, 2.0))
     payload = result.to_dict()
-    assert list(payload) == ["defense", "utility_loss", "utility", "releases", "seed", "device", "attacks",
+    assert list(payload) == ["defense", "utility_loss", "utility", "releases", "seed", "device", "workers", "attacks",
                              "strongest_attack", "notes", "attack_gap"]
-    assert payload["device"] == "cpu"
+    assert payload["device"] == "cpu" and payload["workers"] == 1
     gap = result.attacks["score"]["auc"] - 0.5
     assert payload["attack_gap"] == {"best_analytic": "score", "gap": pytest.approx(gap)}
     assert len(result.notes) == 1 and result.notes[0].startswith("attack gap: `score`")
@@ -172,3 +173,84 @@ def test_a_warm_start_fit_of_the_wrong_shape_is_refused(small_population):
     bayesian = BayesianAttack(AttackerTrainingConfig(steps=0)).use_ridge_fit(fit)
     with pytest.raises(InputError, match="warm-start fit"):
         bayesian.fit(knowledge, seed=0)
+
+
+def _small_attacks():
+    """Every attack of `all` on the small population, with settings that keep the test short."""
+    from bngp.attacks.per_individual import PerIndividualAttack, PerIndividualConfig
+    from bngp.attacks.registry import get_attack
+    from bngp.attacks.training import AttackerTrainingConfig
+    from bngp.attacks.bayesian import BayesianAttack
+
+    names = ("lrt", "score", "reconstruction", "reconstruction-l1", "linear", "whitened", "per-individual", "bayesian",
+             "stacked")
+    attacks = {name: get_attack(name) for name in names}
+    attacks["bayesian"] = BayesianAttack(AttackerTrainingConfig(steps=20, batch_size=16, validate_every=10))
+    attacks["per-individual"] = PerIndividualAttack(config=PerIndividualConfig(max_steps=20, batch_size=8,
+                                                                               validate_every=10, patience=2))
+    return attacks
+
+
+def test_a_helper_process_gives_the_same_evaluation(small_population):
+    """workers=2 (bngp.workers: the attacks independent of the others, the first size of the linear
+    maps' learning curve and the stacked attacker's base scores in a helper process) gives the
+    scores of workers=1 up to rounding (measured: equal to 5e-16), in the same order."""
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    defense = LaplaceDefense(scale=0.05)
+    alone = evaluate_defense(small_population, prior, defense, _small_attacks(), releases=4, seed=5, n_members=20)
+    helped = evaluate_defense(small_population, prior, defense, _small_attacks(), releases=4, seed=5, n_members=20,
+                              workers=2)
+    assert list(helped.attacks) == list(alone.attacks) and helped.workers == 2 and alone.workers == 1
+    assert helped.to_dict()["workers"] == 2
+    for name, scores in alone.scores.items():
+        np.testing.assert_allclose(helped.scores[name], scores, rtol=1e-9, atol=1e-12, err_msg=name)
+        assert helped.attacks[name]["auc"] == pytest.approx(alone.attacks[name]["auc"], abs=1e-12)
+    assert helped.attacks["linear"]["learning_curve"] == alone.attacks["linear"]["learning_curve"]
+    assert len(alone.attacks["linear"]["learning_curve"]["releases"]) >= 2  # the helper fitted the first size
+
+
+class _Unpicklable(_Oracle):
+    """An attack that cannot travel to a helper process (it holds a lambda)."""
+
+    name = "unpicklable"
+
+    def __init__(self):
+        self.transform = lambda scores: scores
+
+
+class _OnlyHere(_Oracle):
+    """An attack that travels but fails to fit anywhere but in the process that made it."""
+
+    name = "only-here"
+
+    def __init__(self):
+        self.pid = os.getpid()
+
+    def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
+        if os.getpid() != self.pid:
+            raise RuntimeError("not in the helper")
+        super()._fit(knowledge, seed)
+
+
+def test_what_the_helper_cannot_fit_is_fitted_here(small_population):
+    """An attack that does not pickle, or whose fit fails in the helper process (with a warning
+    naming it), is fitted in the evaluation's process: the same scores as without a helper."""
+    from bngp.attacks.registry import get_attack
+
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    with pytest.warns(UserWarning, match="could not fit `only-here` .RuntimeError: not in the helper"):
+        helped = evaluate_defense(small_population, prior, NoDefense(), {"unpicklable": _Unpicklable(),
+                                  "only-here": _OnlyHere(), "score": get_attack("score")}, releases=3, seed=1,
+                                  n_members=20, workers=2)
+    alone = evaluate_defense(small_population, prior, NoDefense(), {"unpicklable": _Oracle(), "only-here": _Oracle(),
+                             "score": get_attack("score")}, releases=3, seed=1, n_members=20)
+    assert list(helped.attacks) == ["unpicklable", "only-here", "score"]
+    for name in helped.scores:
+        np.testing.assert_array_equal(helped.scores[name], alone.scores[name])
+
+
+def test_workers_must_be_one_or_two(small_population):
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    for bad in (0, 3, True, "2"):
+        with pytest.raises(InputError, match="`workers` must be 1 or 2"):
+            evaluate_defense(small_population, prior, NoDefense(), ["score"], releases=2, workers=bad)

@@ -524,6 +524,27 @@ def test_fit_converged_with_ridge_stops_once_the_auc_saturates():
     assert fit.releases == 20  # the first of equal scores is kept
 
 
+@pytest.mark.parametrize("maximum", [640, 20])
+def test_a_helper_process_fits_the_first_size_of_the_curve(maximum):
+    """With a helper process current (bngp.workers), the first size of the curve is fitted there and
+    the second here: the same curve, fits and draws (sizes asked of the sampler) as without one
+    (measured: equal bit for bit); a curve of one size (maximum = start) is fitted here alone."""
+    from bngp.workers import open_helper
+
+    results = []
+    for workers in (1, 2):
+        sampler = _Recorder(individuals=8, outputs=30, noise=2.0, seed=3)
+        validation = sampler(200)
+        with open_helper(workers, 1):
+            results.append((fit_converged_jointly(fit_ridge_and_whitened, sampler, start=20, maximum=maximum,
+                                                  validation=validation), sampler.calls))
+    (alone, calls), (helped, helped_calls) = results
+    assert helped_calls == calls
+    for (fit, curve), (other, other_curve) in zip(alone, helped):
+        assert other_curve == curve and (len(curve.releases) == 1) == (maximum == 20)
+        assert torch.allclose(other.weights, fit.weights, rtol=1e-12, atol=1e-14) and other.score == fit.score
+
+
 def test_fit_converged_stops_at_the_maximum_unconverged():
     """Scores rising by 0.02 per step never level off: start 20, maximum 50 gives sizes 20, 40, 50
     (the last step draws only the 10 releases left), not converged."""

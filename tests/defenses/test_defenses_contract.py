@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -133,6 +134,17 @@ def test_releases_shape_range_and_seeded_noise(template, runs, context, membersh
     if defense.composition > 1:
         with pytest.raises(InputError, match="copies of the statistic"):
             sample_releases(release_mechanism(genotypes, 1), defense, memberships, torch_generator(5))
+
+
+@pytest.mark.parametrize("template", SPECS)
+def test_a_defense_travels_to_another_process(template, runs, context, memberships, small_population) -> None:
+    """A defense pickles to one that releases the same values from the same seed: the evaluation's
+    helper process (bngp.workers) rebuilds every attack's knowledge from it."""
+    defense = parse_defense_spec(_spec(template, runs), context)
+    copy = pickle.loads(pickle.dumps(defense))
+    genotypes = small_population.genotypes
+    np.testing.assert_array_equal(_releases(copy, genotypes, memberships, seed=5),
+                                  _releases(defense, genotypes, memberships, seed=5))
 
 
 def _mean_abs_noise(kind: str, scale: float, n_outputs: int) -> float:

@@ -1,0 +1,149 @@
+"""A helper process: the second core of a small machine, for independent pieces of one job.
+
+Every bngp process runs torch and BLAS on ``--threads`` threads, one by default on a machine of
+up to 2 cores: two intra-op threads of one process wait for each other at every operation, and
+on a busy 2-core machine that made training 4-10x slower (``docs/results.md``, Speed).  Two
+*independent* pieces of work in two single-threaded processes never wait for each other: on an
+idle machine they take the time of the longer one, on a busy one they share the cores as serial
+work would.
+
+:class:`Helper` is one spawned worker process (torch and BLAS limited to ``threads``) that runs
+functions submitted to it while the caller goes on; :func:`helping` makes it the current helper
+of the code it wraps (a context variable, read by :func:`current_helper`).  Who uses it:
+
+- :func:`bngp.evaluate.evaluate_defense` with ``workers=2`` fits and scores the attacks that
+  depend on no other attack in the helper while this process fits the linear maps and the
+  Bayesian attacker that starts from them;
+- :func:`bngp.ridge.fit_converged_jointly` fits the first two sizes of a learning curve (both are
+  always fitted) at once, the smaller in the helper.
+
+Arguments and results travel pickled *by value* (bytes through a pipe, tensors included), never
+through shared memory, so a container with a small ``/dev/shm`` works as well as any machine.
+The results are those of the same calls made in this process (the same code on the same
+single-threaded kernels, up to the rounding of memory alignment).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from bngp.errors import InputError
+
+__all__ = ["Helper", "HelperResult", "helping", "current_helper", "check_workers", "open_helper"]
+
+_CURRENT: ContextVar["Helper | None"] = ContextVar("bngp_helper", default=None)
+
+
+def _start(threads: int, preload: tuple[str, ...]) -> None:
+    """The helper process's initialiser: the caller's thread limits, and the modules its calls
+    will need imported (while the caller is busy with its own share)."""
+    import importlib
+
+    import bngp  # noqa: F401  (first: its settings hold before torch allocates)
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(threads)
+    threadpool_limits(threads)
+    for module in preload:
+        importlib.import_module(module)
+
+
+def _ready() -> bool:
+    return True
+
+
+def _call(payload: bytes) -> bytes:
+    function, args, kwargs = pickle.loads(payload)
+    return pickle.dumps(function(*args, **kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class HelperResult:
+    """The pending result of :meth:`Helper.submit`."""
+
+    def __init__(self, future: Future) -> None:
+        self._future = future
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self) -> Any:
+        """Wait for the call and return its value (its exception is raised here)."""
+        return pickle.loads(self._future.result())
+
+
+class Helper:
+    """One spawned worker process that runs submitted calls, one at a time, in order.
+
+    Args:
+        threads: torch and BLAS threads of the helper process (>= 1; the caller's, as a rule).
+        preload: modules the helper imports as it starts (those of the calls to come).
+
+    The process starts at once (its imports overlap the caller's work) and ends at
+    :meth:`close` (or on leaving a ``with`` block).
+    """
+
+    def __init__(self, threads: int = 1, preload: tuple[str, ...] = ("bngp.ridge",)) -> None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise InputError(f"`threads` of a helper must be an integer >= 1, got {threads!r}.")
+        self.threads = threads
+        self._executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_start, initargs=(threads, tuple(preload)))
+        self._executor.submit(_ready)
+
+    def submit(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> HelperResult:
+        """Run ``function(*args, **kwargs)`` in the helper process after the calls submitted
+        before it.  ``function`` and the arguments are pickled here (a :class:`pickle.PicklingError`,
+        ``TypeError`` or ``AttributeError`` is raised at once for what cannot be)."""
+        payload = pickle.dumps((function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        return HelperResult(self._executor.submit(_call, payload))
+
+    def close(self) -> None:
+        """Stop the helper process (calls still waiting are cancelled)."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> "Helper":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_workers(workers: int) -> int:
+    """``workers`` (processes of one job: 1 = this one alone, 2 = with a :class:`Helper`) validated."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers not in (1, 2):
+        raise InputError(f"`workers` must be 1 or 2, got {workers!r}.")
+    return workers
+
+
+@contextmanager
+def open_helper(workers: int, threads: int, preload: tuple[str, ...] = ("bngp.ridge",)) -> Iterator[Helper | None]:
+    """A :class:`Helper` (``threads``, ``preload``) made current (:func:`helping`) for the block
+    when ``workers`` is 2, else None; closed on leaving."""
+    if check_workers(workers) == 1:
+        yield None
+        return
+    with Helper(threads, preload) as helper, helping(helper):
+        yield helper
+
+
+@contextmanager
+def helping(helper: Helper | None) -> Iterator[Helper | None]:
+    """Make ``helper`` the current helper (:func:`current_helper`) inside the block."""
+    token = _CURRENT.set(helper)
+    try:
+        yield helper
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_helper() -> Helper | None:
+    """The helper made current by :func:`helping` in this context, or None."""
+    return _CURRENT.get()
+
