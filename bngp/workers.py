@@ -104,15 +104,19 @@ class Helper:
         payload = pickle.dumps((function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         return HelperResult(self._executor.submit(_call, payload))
 
-    def close(self) -> None:
-        """Stop the helper process (calls still waiting are cancelled)."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+    def close(self, wait: bool = True) -> None:
+        """Stop the helper process: calls still waiting are cancelled; the call it is running is
+        waited for, or with ``wait=False`` the process is terminated at once."""
+        if not wait:
+            for process in list(getattr(self._executor, "_processes", {}).values()):
+                process.terminate()
+        self._executor.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> "Helper":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(wait=kind is None)  # an error here: the helper's work is not waited for
 
 
 def check_workers(workers: int) -> int:

@@ -95,7 +95,9 @@ def markdown(record: dict, command: str) -> str:
     gib = record.get("peak_device_memory_gib") or 0.0
     gpu_memory = f" (GPU: {gib:.2f} GiB allocated)" if gib else ""
     workers = record.get("workers", 1)
-    helper_memory = (f" (helper process: {record.get('peak_helper_memory_gib', 0.0):.2f} GiB)" if workers > 1 else "")
+    helper_gib = record.get("peak_helper_memory_gib")
+    helper_memory = ("" if workers == 1 else " (helper process: not measured)" if helper_gib is None
+                     else f" (helper process: {helper_gib:.2f} GiB)")
     lines = [
         "# Evaluation time by attack",
         "",

@@ -68,3 +68,16 @@ def test_workers_and_threads_are_checked(bad) -> None:
             pass
     with pytest.raises(InputError, match="`threads` of a helper"):
         Helper(threads=0)
+
+
+def test_an_error_in_the_caller_does_not_wait_for_the_helper() -> None:
+    """Leaving the block with an error terminates the helper's running call instead of waiting for it."""
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match="caller failed"):
+        with Helper(threads=1) as helper:
+            helper.submit(time.sleep, 60)
+            time.sleep(0.5)
+            raise RuntimeError("caller failed")
+    assert time.perf_counter() - started < 30
