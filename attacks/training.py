@@ -89,8 +89,8 @@ class PooledSampler:
             if ahead is not None and n <= self._chunk:
                 self._pool = ahead.result()
             else:
-                if ahead is not None:
-                    ahead.result()  # a pool of the wrong size: finished, not read
+                if ahead is not None and not ahead.cancel():
+                    ahead.exception()  # a pool of the wrong size: waited for (one draw at a time), not read
                 self._pool = self._draw(self._calls, max(self._chunk, n))
             self._position = 0
             self._calls += 1

@@ -56,6 +56,7 @@ _EXPORTS = {
     "train_attacker": "bngp.attacks.training",
     "AttackerTrainingConfig": "bngp.attacks.training",
     "evaluate_defense": "bngp.evaluate",
+    "Helper": "bngp.workers",
     "audit_mechanism": "bngp.mechanism_audit",
     "attack_knowledge": "bngp.attacks.base",
     "membership_metrics": "bngp.metrics",

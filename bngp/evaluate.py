@@ -47,6 +47,7 @@ import pickle
 import sys
 import time
 import warnings
+from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -286,7 +287,8 @@ def _fit_and_score_all(
     pools them all) while the helper fits and scores the others in turn, once the linear maps are
     done, and scores the stacked attacker's releases with each of them.  Every attack gets the
     same seed, knowledge and releases either way, so its scores are the same (up to rounding);
-    an attack that cannot travel to the helper (it does not pickle) is fitted here."""
+    an attack that cannot travel to the helper (it does not pickle), or whose fit fails there (a
+    class the helper cannot import, a helper process that died; with a warning), is fitted here."""
     population = setting[0]
     local = [name for name, attack in instances.items() if helper is None or _builds_on_others(attack)]
     stacked = [name for name in local if isinstance(instances[name], StackedAttack)]
@@ -304,7 +306,7 @@ def _fit_and_score_all(
             attack = instances[name]
             try:
                 pending[name] = helper.submit(_fit_and_score_remotely, attack, *setting, seeds[name], x, releases)
-            except (pickle.PicklingError, TypeError, AttributeError):  # it does not travel: fitted here
+            except (pickle.PicklingError, TypeError, AttributeError, BrokenExecutor):  # not there: fitted here
                 local.append(name)
                 continue
             if progress:

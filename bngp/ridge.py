@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
+from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -847,28 +848,25 @@ def fit_converged_jointly(
 
     size = start
     ahead = _fit_ahead(fit, draws, start, maximum, validation)
-    if ahead is not None:  # the first two sizes at once: the first in the helper process, the second here
-        second = min(2 * start, maximum)
-        x, b = draws.first(second)
-        current = fit(x, b, validation)
-        record(start, ahead.result())
-        converged = record(second, current)
-        size = second
-        if all(converged) or size >= maximum:
-            return _converged_fits(best, sizes, scores, converged, tolerance)
-        size = min(2 * size, maximum)
     while True:
-        # kept as drawn (float32 releases: half the memory); each fit makes its own float64 copy
-        x, b = draws.first(size)
-        converged = record(size, fit(x, b, validation))
+        if ahead is not None:  # the first size is the helper's: this process fits the second meanwhile
+            second = min(2 * size, maximum)
+            # kept as drawn (float32 releases: half the memory); each fit makes its own float64 copy
+            x, b = draws.first(second)
+            current = fit(x, b, validation)
+            try:
+                first = ahead.result()
+            except Exception:  # the helper could not (a helper process that died): fitted here
+                first = fit(*draws.first(size), validation)
+            record(size, first)
+            ahead, size = None, second
+        else:
+            x, b = draws.first(size)
+            current = fit(x, b, validation)
+        converged = record(size, current)
         if all(converged) or size >= maximum:
             break
         size = min(2 * size, maximum)
-    return _converged_fits(best, sizes, scores, converged, tolerance)
-
-
-def _converged_fits(best: list[LinearFit], sizes: list[int], scores: list[list[float]], converged: list[bool],
-                    tolerance: float) -> tuple[tuple[LinearFit, LearningCurve], ...]:
     return tuple((one, LearningCurve(tuple(sizes), tuple(curve), done, tolerance))
                  for one, curve, done in zip(best, scores, converged))
 
@@ -887,7 +885,7 @@ def _fit_ahead(fit: Callable, draws: SharedDraws, start: int, maximum: int,
         return None
     try:  # copies: a view would send the whole storage of the draws
         return helper.submit(fit, x.clone(), b.clone(), validation)
-    except (pickle.PicklingError, TypeError, AttributeError):
+    except (pickle.PicklingError, TypeError, AttributeError, BrokenExecutor):
         return None
 
 

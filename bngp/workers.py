@@ -20,12 +20,16 @@ of the code it wraps (a context variable, read by :func:`current_helper`).  Who 
 Arguments and results travel pickled *by value* (bytes through a pipe, tensors included), never
 through shared memory, so a container with a small ``/dev/shm`` works as well as any machine.
 The results are those of the same calls made in this process (the same code on the same
-single-threaded kernels, up to the rounding of memory alignment).
+single-threaded kernels, up to the rounding of memory alignment).  What the helper cannot do
+(a call that does not pickle, a class it cannot import, a helper process that died) its users do
+in this process.  The helper is a *spawned* process: as for any multiprocessing code, a script
+that starts one must guard its entry point (``if __name__ == "__main__":``).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,7 +39,8 @@ from typing import Any
 
 from bngp.errors import InputError
 
-__all__ = ["Helper", "HelperResult", "helping", "current_helper", "check_workers", "open_helper"]
+__all__ = ["Helper", "HelperResult", "helping", "current_helper", "check_workers", "resolve_workers", "open_helper",
+           "HELPER_MIN_SIZE"]
 
 _CURRENT: ContextVar["Helper | None"] = ContextVar("bngp_helper", default=None)
 
@@ -119,11 +124,32 @@ class Helper:
         self.close(wait=kind is None)  # an error here: the helper's work is not waited for
 
 
+#: the smallest evaluation (individuals x release width) for which ``workers="auto"`` starts a helper
+#: process.  Measured on the 2-core machine, `evaluate --attacks all`, one thread, alone then with a
+#: helper: K x |Q| = 100 x 500, 12 -> 14 s; 200 x 1000, 17 -> 17 s; 400 x 2000, 51-54 -> 41-44 s;
+#: 800 x 5000, 260 -> 162-170 s (docs/results.md, Speed): below about 200 x 1000 the helper's start
+#: (a second Python with torch) costs what the second core saves.
+HELPER_MIN_SIZE = 400 * 1000
+
+
 def check_workers(workers: int) -> int:
     """``workers`` (processes of one job: 1 = this one alone, 2 = with a :class:`Helper`) validated."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers not in (1, 2):
         raise InputError(f"`workers` must be 1 or 2, got {workers!r}.")
     return workers
+
+
+def resolve_workers(workers: int | str, size: int) -> int:
+    """``workers`` (1, 2, or ``"auto"``: 2 on a machine of 2 cores or more when ``size`` =
+    individuals x release width >= :data:`HELPER_MIN_SIZE`, else 1) for a job of ``size``."""
+    if isinstance(workers, str):
+        value = workers.strip().lower()
+        if value == "auto":
+            return 2 if (os.cpu_count() or 1) >= 2 and size >= HELPER_MIN_SIZE else 1
+        if value not in ("1", "2"):
+            raise InputError(f"`--workers` must be auto, 1 or 2, got {workers!r}.")
+        return int(value)
+    return check_workers(workers)
 
 
 @contextmanager

@@ -13,9 +13,10 @@ from bngp.data.priors import UniformSubsetPrior
 from bngp.device import DEVICE_NAMES
 from bngp.errors import DataFormatError, InputError
 from bngp.validation import check_readable_file
+from bngp.workers import HELPER_MIN_SIZE
 
 __all__ = ["add_population_args", "add_threads_arg", "add_device_arg", "add_workers_arg", "default_threads",
-           "resolve_workers", "set_threads", "load_population_and_prior", "load_kappa_file"]
+           "set_threads", "load_population_and_prior", "load_kappa_file"]
 
 
 def default_threads() -> int:
@@ -42,30 +43,12 @@ def add_device_arg(parser: argparse.ArgumentParser, what: str) -> None:
                              "random draws are the same on every device")
 
 
-#: the smallest evaluation (individuals x release width) for which ``--workers auto`` starts a helper
-#: process (:mod:`bngp.workers`).  Measured on the 2-core machine, `evaluate --attacks all`, one
-#: thread, alone then with a helper: K x |Q| = 100 x 500, 12 -> 14 s; 200 x 1000, 17 -> 17 s;
-#: 400 x 2000, 51-54 -> 41-44 s; 800 x 5000, 260 -> 162 s (docs/results.md, Speed): below about
-#: 200 x 1000 the helper's start (a second Python with torch) costs what the second core saves.
-HELPER_MIN_SIZE = 400 * 1000
-
-
 def add_workers_arg(parser: argparse.ArgumentParser) -> None:
-    """--workers auto|1|2: processes of the command (2 = with a helper process, :mod:`bngp.workers`)."""
+    """--workers auto|1|2: processes of the command's evaluations (2 = with a helper process, :mod:`bngp.workers`)."""
     parser.add_argument("--workers", default="auto", metavar="auto|1|2",
-                        help="processes: 1, or 2 with a helper process that fits the attacks independent of the "
-                             "others (same results); auto (default): 2 on a machine of 2 cores or more when "
-                             f"individuals x release width >= {HELPER_MIN_SIZE:,}, else 1")
-
-
-def resolve_workers(text: str, size: int) -> int:
-    """The ``--workers`` value for a job of ``size`` = individuals x release width."""
-    value = str(text).strip().lower()
-    if value == "auto":
-        return 2 if (os.cpu_count() or 1) >= 2 and size >= HELPER_MIN_SIZE else 1
-    if value not in ("1", "2"):
-        raise InputError(f"`--workers` must be auto, 1 or 2, got {text!r}.")
-    return int(value)
+                        help="processes of an evaluation: 1, or 2 with a helper process that fits the attacks "
+                             "independent of the others (same results); auto (default): 2 on a machine of 2 cores "
+                             f"or more when individuals x release width >= {HELPER_MIN_SIZE:,}, else 1")
 
 
 def set_threads(threads: int) -> None:

@@ -11,13 +11,14 @@ from bngp.cli import COMMANDS
 from bngp.attacks.registry import parse_attack_names
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.cli.common import (add_device_arg, add_population_args, add_threads_arg, add_workers_arg, load_population_and_prior,
-                             parse_patience, resolve_workers)
+                             parse_patience)
 from bngp.device import resolve_device
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
 from bngp.io_utils import atomic_write, write_json, write_text
 from bngp.report import evaluation_markdown, plot_learning_curves, plot_roc
 from bngp.validation import check_output_file
+from bngp.workers import resolve_workers
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
 

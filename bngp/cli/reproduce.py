@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from bngp.cli import COMMANDS
-from bngp.cli.common import add_device_arg, add_threads_arg
+from bngp.cli.common import add_device_arg, add_threads_arg, add_workers_arg
 
 
 def _experiments_help() -> str:
@@ -47,6 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--releases", type=int, metavar="R", help="evaluation releases (default: the scale's)")
     add_device_arg(parser, "training and the Bayesian attacker")
     add_threads_arg(parser)
+    add_workers_arg(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(func=run)
 
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             check_positive_int(flag, value, minimum=minimum)
     budget = budget_for(args.scale, steps=args.steps, attacker_steps=args.attacker_steps, releases=args.releases)
     results = reproduce(args.names, scale=args.scale, seed=args.seed, out=args.out, budget=budget, device=args.device,
-                        progress=not args.quiet)
+                        progress=not args.quiet, workers=args.workers)
     print(json.dumps({
         "experiments": [{"name": r.name, "report": str(r.directory / "report.md"), "wall_seconds": round(r.wall_seconds, 1),
                          "peak_rss_gib": round(r.peak_rss_bytes / 2**30, 3)} for r in results],

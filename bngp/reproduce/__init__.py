@@ -25,6 +25,7 @@ from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError, UnknownNameError
 from bngp.reproduce.catalog import EXPERIMENTS
 from bngp.reproduce.frontier import FRONTIER, run_frontier
+from bngp.workers import resolve_workers
 from bngp.reproduce.experiment import Experiment, ExperimentSpec, Row
 from bngp.reproduce.report import ReproductionResult, write_index, write_report
 from bngp.reproduce.scales import BUDGETS, SCALES, Budget, Sizes, budget_for
@@ -82,27 +83,32 @@ def check_output_root(out: str | Path) -> Path:
 
 
 def run_experiment(name: str, *, scale: str = "quick", seed: int = 0, out: str | Path = "reproduce",
-                   budget: Budget | None = None, device: DeviceName = "cpu", progress: bool = True) -> ReproductionResult:
-    """Run the experiment ``name`` at ``scale`` and write its report directory (see the module docstring)."""
+                   budget: Budget | None = None, device: DeviceName = "cpu", progress: bool = True,
+                   workers: int | str = 1) -> ReproductionResult:
+    """Run the experiment ``name`` at ``scale`` and write its report directory (see the module docstring);
+    its evaluations run with ``workers`` processes (1, 2 or ``"auto"``, :func:`bngp.workers.resolve_workers`)."""
     if name not in EXPERIMENTS:
         raise UnknownNameError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}.")
     if seed < 0:
         raise InputError(f"`seed` must be >= 0, got {seed}.")
     budget = budget_for(scale) if budget is None else budget
     experiment = Experiment(EXPERIMENTS[name], scale, seed, check_output_root(out), budget,
-                            device=resolve_device(device), progress=progress)
+                            device=resolve_device(device), progress=progress, workers=workers)
     EXPERIMENTS[name].run(experiment)
     return write_report(experiment)
 
 
 def reproduce(names: str | Sequence[str] = "all", *, scale: str = "quick", seed: int = 0, out: str | Path = "reproduce",
-              budget: Budget | None = None, device: DeviceName = "cpu", progress: bool = True) -> list[ReproductionResult]:
+              budget: Budget | None = None, device: DeviceName = "cpu", progress: bool = True,
+              workers: int | str = 1) -> list[ReproductionResult]:
     """Run the experiments ``names`` (``all``, a comma-separated string or a list) in order and write
     ``OUT/index.md`` summarising every report under ``OUT``; returns one :class:`ReproductionResult`
-    per experiment run.
+    per experiment run.  The evaluations run with ``workers`` processes (1, 2 or ``"auto"``,
+    :func:`bngp.workers.resolve_workers`; the same results either way).
 
-    Every name, the scale, the seed, the device and the output root are checked before any work.
+    Every name, the scale, the seed, the device, ``workers`` and the output root are checked before any work.
     """
+    resolve_workers(workers, 0)
     selected = parse_experiment_names(names)
     budget = budget_for(scale) if budget is None else budget
     if seed < 0:
@@ -110,7 +116,8 @@ def reproduce(names: str | Sequence[str] = "all", *, scale: str = "quick", seed:
     device = resolve_device(device)
     out = check_output_root(out)
     results = [run_frontier(scale=scale, seed=seed, out=out, budget=budget, progress=progress) if name == "frontier"
-               else run_experiment(name, scale=scale, seed=seed, out=out, budget=budget, device=device, progress=progress)
+               else run_experiment(name, scale=scale, seed=seed, out=out, budget=budget, device=device, progress=progress,
+                                   workers=workers)
                for name in selected]
     write_index(out)
     return results

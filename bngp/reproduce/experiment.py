@@ -49,6 +49,7 @@ from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses import Defense, DefenseContext, load_run_defense, parse_defense_spec
 from bngp.defenses.artifact import population_fingerprint
 from bngp.errors import InputError
+from bngp.workers import resolve_workers
 from bngp.evaluate import EvaluationResult, evaluate_defense
 from bngp.game import Game, GameConfig, RunState, train_once
 from bngp.reproduce.datasets import DATASETS, make_population
@@ -175,9 +176,12 @@ class Experiment:
     """
 
     def __init__(self, spec: ExperimentSpec, scale: str, seed: int, out: Path, budget: Budget, *,
-                 device: torch.device | str = "cpu", progress: bool = True) -> None:
+                 device: torch.device | str = "cpu", progress: bool = True, workers: int | str = 1) -> None:
         if scale not in SCALES:
             raise InputError(f"`--scale` must be one of {', '.join(SCALES)}, got {scale!r}.")
+        resolve_workers(workers, 0)
+        #: processes of each evaluation (1, 2 or "auto": :func:`bngp.workers.resolve_workers` of its population).
+        self.workers = workers
         self.spec = spec
         self.scale = scale
         self.seed = int(seed)
@@ -320,7 +324,7 @@ class Experiment:
         result = EvaluationResult(defense=payload["defense"], utility_loss=payload["utility_loss"], labels=labels,
                                   scores=scores, attacks=payload["attacks"], seed=payload["seed"],
                                   releases=payload["releases"], utility=payload["utility"], notes=tuple(payload["notes"]),
-                                  device=payload["device"])
+                                  device=payload["device"], workers=payload.get("workers", 1))
         payload["reused"] = True
         return result, payload
 
@@ -373,9 +377,11 @@ class Experiment:
             # `linear` first: the Bayesian attacker then starts from its converged ridge fit (bngp.evaluate)
             instances = {name: self.attack(name) for name in sorted(attacks, key=lambda name: name != "linear")}
             start = time.perf_counter()
+            width = self.population.n_attributes * defense.composition
             result = evaluate_defense(self.population, self.prior, defense, instances, releases=self.budget.releases,
                                       seed=self.seed, n_members=self.sizes.members, kappa=kappa, progress=self.progress,
-                                      device=self.device)
+                                      device=self.device,
+                                      workers=resolve_workers(self.workers, self.population.n_individuals * width))
             payload = result.to_dict()
             payload["seconds"] = time.perf_counter() - start
             payload["defense_spec"] = self.spec_of(defense)  # None for a defense built in code

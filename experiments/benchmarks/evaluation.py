@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = "python experiments/benchmarks/evaluation.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    from bngp.cli.common import resolve_workers
+    from bngp.workers import resolve_workers
 
     workers = resolve_workers(args.workers, args.individuals * args.snvs)
     record = measure(args.individuals, args.snvs, args.defense, args.releases, args.threads, args.seed, args.device,

@@ -12,6 +12,7 @@ b_hat = b_mean + (x - x_mean) W equals that of (x - x_mean) W.  On an unbalanced
 two differ (see ``test_reported_validation_auc_is_that_of_the_fitted_map``).
 """
 
+import os
 from itertools import combinations
 
 import numpy as np
@@ -728,3 +729,20 @@ def test_the_zero_matrix_is_diagonalised_without_lapack(monkeypatch):
     prior = torch.full((10,), 0.5, dtype=torch.float64)
     fit = fit_ridge(releases, memberships, (releases[:8], memberships[:8]), prior_mean=prior)
     assert not bool(fit.weights.any()) and torch.equal(fit.predict(releases[:3]), prior.expand(3, 10)) and fit.score == 0.5
+
+
+def test_a_helper_that_died_leaves_the_fit_to_this_process():
+    """A helper process that is no longer there (killed): the curve is fitted here, the same."""
+    from bngp.workers import Helper, helping
+
+    curves = []
+    for broken in (False, True):
+        sampler = _Recorder(individuals=8, outputs=30, noise=2.0, seed=3)
+        validation = sampler(200)
+        with Helper(threads=1) as helper, helping(helper if broken else None):
+            if broken:
+                helper.submit(os._exit, 1)  # the helper process ends: the pool is broken from then on
+            (_, curve), _ = fit_converged_jointly(fit_ridge_and_whitened, sampler, start=20, maximum=80,
+                                                  validation=validation)
+        curves.append(curve)
+    assert curves[1] == curves[0]

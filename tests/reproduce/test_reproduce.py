@@ -248,9 +248,10 @@ def test_a_second_run_reuses_the_trained_defenders_and_gives_the_same_numbers(re
 
 def test_budget_overrides_reach_the_report(tmp_path: Path) -> None:
     assert main(["reproduce", "fig3d-dp600", "--out", str(tmp_path), "--releases", "3", "--attacker-steps", "2",
-                 "--quiet"]) == 0
+                 "--workers", "2", "--quiet"]) == 0
     payload = json.loads((tmp_path / "fig3d-dp600" / "quick_seed0" / "results.json").read_text())
     assert payload["budget"]["releases"] == 3 and payload["budget"]["attacker_eval_steps"] == 2
+    assert {evaluation["workers"] for evaluation in payload["evaluations"].values()} == {2}  # with a helper process
     assert len(payload["evaluations"]["Laplace, eps=600"]["attacks"]["lrt"]["auc_per_release"]) == 3
 
 
@@ -260,6 +261,7 @@ def test_budget_overrides_reach_the_report(tmp_path: Path) -> None:
     (["reproduce", "table3", "--releases", "1"], "`--releases` must be >= 2"),
     (["reproduce", "table3", "--steps", "0"], "`--steps` must be >= 1"),
     (["reproduce", "table3", "--seed", "-1"], "`seed` must be >= 0"),
+    (["reproduce", "table3", "--workers", "3"], "`--workers` must be auto, 1 or 2"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture, argv: list[str],
                                                message: str) -> None:
