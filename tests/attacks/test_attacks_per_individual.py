@@ -199,10 +199,13 @@ def test_the_pooled_sampler_returns_what_it_is_asked_for(prefetch: bool) -> None
         assert [x.shape[0] for x in first] == [4, 4, 25, 3]
         assert [float(x[0, 0]) for x in first] == [0.0, 0.0, 1.0, 2.0]
         assert sample(7)[0][:, 0].tolist() == [2.0] * 7  # the third pool, read on
-    # every pool read is the one a request draws (size, seed); drawn ahead, the next one too (pool 3),
-    # and pool 1 ahead at the chunk's size before the larger request drew its own
+    # every pool read is the one a request draws (size, seed), in order; ahead, a pool of the chunk's
+    # size may also have been drawn for pool 1 (not read: the larger request drew its own) and pool 3
     read = [(10, 0), (25, 1), (10, 2)]
-    assert calls == (read if not prefetch else [(10, 0), (10, 1), (25, 1), (10, 2), (10, 3)])
+    if not prefetch:
+        assert calls == read
+    else:
+        assert [call for call in calls if call in read] == read and set(calls) - set(read) <= {(10, 1), (10, 3)}
     assert sample._executor is None  # closed: no draw outlives the sampler
 
 
