@@ -36,8 +36,8 @@ With ``workers=2`` (``bngp evaluate``'s default for a large evaluation on 2 core
 helper process (:mod:`bngp.workers`) fits and scores the attacks that depend on no other one,
 and the first size of the linear maps' learning curve, while this process fits the linear maps,
 the Bayesian attacker and the stacked attacker: the same seeds, knowledge and releases, so the
-same scores up to rounding (tested), and at K = 800, |Q| = 5000 on the 2-core machine 162 s
-instead of 265 s (``docs/results.md``, Speed).
+same scores up to rounding (tested), and at K = 800, |Q| = 5000 on the 2-core machine 162-177 s
+instead of 260 s (``docs/results.md``, Speed).
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ import pickle
 import sys
 import time
 import warnings
-from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -284,8 +283,8 @@ def _fit_and_score_all(
     (:mod:`bngp.workers`), this process fits the attacks that build on each other (the linear and
     whitened maps, fitted together, the first two sizes of their learning curve split with the
     helper; the Bayesian attacker, which starts from the linear map; the stacked attacker, which
-    pools them all) while the helper fits and scores the others in turn, once the linear maps are
-    done, and scores the stacked attacker's releases with each of them.  Every attack gets the
+    pools them all) while the helper fits and scores the others in turn (the first size of the linear
+    curve overtakes those still waiting), and scores the stacked attacker's releases with each of them.  Every attack gets the
     same seed, knowledge and releases either way, so its scores are the same (up to rounding);
     an attack that cannot travel to the helper (it does not pickle), or whose fit fails there (a
     class the helper cannot import, a helper process that died; with a warning), is fitted here."""
@@ -298,7 +297,7 @@ def _fit_and_score_all(
     stacking_seconds = dict.fromkeys(stacked, 0.0)
 
     def submit() -> None:
-        todo = [name for name in instances if name not in local and name not in pending and name not in done]
+        todo = [name for name in instances if name not in local]
         if not todo:
             return
         releases = [instances[name].stacking_releases(knowledge, seeds[name]).releases for name in stacked]
@@ -306,7 +305,7 @@ def _fit_and_score_all(
             attack = instances[name]
             try:
                 pending[name] = helper.submit(_fit_and_score_remotely, attack, *setting, seeds[name], x, releases)
-            except (pickle.PicklingError, TypeError, AttributeError, BrokenExecutor):  # not there: fitted here
+            except (pickle.PicklingError, TypeError, AttributeError):  # it does not travel: fitted here
                 local.append(name)
                 continue
             if progress:
@@ -351,12 +350,11 @@ def _fit_and_score_all(
             print(f"[evaluate] {name}: AUC {membership_metrics(scores, labels).auc:.4f} ({seconds:.1f} s)",
                   file=sys.stderr, flush=True)
 
+    if helper is not None:
+        submit()  # at once: the first size of the linear maps' curve will overtake what still waits
     for name in [name for name in local if name not in stacked]:
-        if helper is not None and not isinstance(instances[name], LinearAttack):
-            submit()  # after the linear maps: the first size of their curve is the helper's first work
         fit_here(name)
     if helper is not None:
-        submit()
         for name in [name for name in local if name not in done and name not in stacked]:
             fit_here(name)  # those that could not travel
         collect()

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
-from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -874,18 +873,18 @@ def fit_converged_jointly(
 def _fit_ahead(fit: Callable, draws: SharedDraws, start: int, maximum: int,
                validation: tuple[torch.Tensor, torch.Tensor]) -> HelperResult | None:
     """With a current helper process (:func:`bngp.workers.current_helper`), the fit of the first
-    ``start`` CPU draws submitted to it (a learning curve always fits its first two sizes: a curve
-    of one point has not levelled off); None without one, when there is no second size, or when
-    ``fit`` cannot travel to it (then every size is fitted here)."""
+    ``start`` CPU draws submitted to it ahead of its other calls (a learning curve always fits its
+    first two sizes: a curve of one point has not levelled off); None without one, when there is no
+    second size, or when ``fit`` cannot travel to it (then every size is fitted here)."""
     helper = current_helper()
     if helper is None or maximum <= start:
         return None
     x, b = draws.first(start)
     if x.device.type != "cpu" or validation[0].device.type != "cpu":
         return None
-    try:  # copies: a view would send the whole storage of the draws
-        return helper.submit(fit, x.clone(), b.clone(), validation)
-    except (pickle.PicklingError, TypeError, AttributeError, BrokenExecutor):
+    try:  # before the helper's other work (this process will wait for it); copies: a view sends the whole storage
+        return helper.submit_first(fit, x.clone(), b.clone(), validation)
+    except (pickle.PicklingError, TypeError, AttributeError):
         return None
 
 

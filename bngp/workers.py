@@ -31,10 +31,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 from bngp.errors import InputError
@@ -84,14 +87,16 @@ class HelperResult:
 
 
 class Helper:
-    """One spawned worker process that runs submitted calls, one at a time, in order.
+    """One spawned worker process that runs submitted calls one at a time: in the order of
+    :meth:`submit`, except that a call of :meth:`submit_first` runs next (after the call running).
 
     Args:
         threads: torch and BLAS threads of the helper process (>= 1; the caller's, as a rule).
         preload: modules the helper imports as it starts (those of the calls to come).
 
     The process starts at once (its imports overlap the caller's work) and ends at
-    :meth:`close` (or on leaving a ``with`` block).
+    :meth:`close` (or on leaving a ``with`` block).  The calls wait here, not in the process, so
+    that one submitted first can overtake them.
     """
 
     def __init__(self, threads: int = 1, preload: tuple[str, ...] = ("bngp.ridge",)) -> None:
@@ -100,18 +105,60 @@ class Helper:
         self.threads = threads
         self._executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=_start, initargs=(threads, tuple(preload)))
-        self._executor.submit(_ready)
+        self._lock = threading.RLock()
+        self._waiting: deque[tuple[bytes, Future]] = deque()
+        self._running: Future | None = self._executor.submit(_ready)
+        self._running.add_done_callback(self._finished)
 
     def submit(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> HelperResult:
         """Run ``function(*args, **kwargs)`` in the helper process after the calls submitted
         before it.  ``function`` and the arguments are pickled here (a :class:`pickle.PicklingError`,
         ``TypeError`` or ``AttributeError`` is raised at once for what cannot be)."""
-        payload = pickle.dumps((function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        return HelperResult(self._executor.submit(_call, payload))
+        return self._enqueue(pickle.dumps((function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL), first=False)
+
+    def submit_first(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> HelperResult:
+        """:meth:`submit`, but the call runs before those still waiting (once the one running ends)."""
+        return self._enqueue(pickle.dumps((function, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL), first=True)
+
+    def _enqueue(self, payload: bytes, first: bool) -> HelperResult:
+        result: Future = Future()
+        with self._lock:
+            (self._waiting.appendleft if first else self._waiting.append)((payload, result))
+            self._dispatch()
+        return HelperResult(result)
+
+    def _dispatch(self) -> None:
+        """Send the next waiting call to the process when none is running (under the lock)."""
+        while self._running is None and self._waiting:
+            payload, result = self._waiting.popleft()
+            if not result.set_running_or_notify_cancel():
+                continue
+            try:
+                running = self._executor.submit(_call, payload)
+            except Exception as exc:  # a helper process that died, or one closed
+                result.set_exception(exc)
+                continue
+            self._running = running
+            running.add_done_callback(partial(self._finished, result=result))
+
+    def _finished(self, running: Future, result: Future | None = None) -> None:
+        if result is not None:
+            if running.cancelled():
+                result.cancel()
+            elif running.exception() is not None:
+                result.set_exception(running.exception())
+            else:
+                result.set_result(running.result())
+        with self._lock:
+            self._running = None
+            self._dispatch()
 
     def close(self, wait: bool = True) -> None:
         """Stop the helper process: calls still waiting are cancelled; the call it is running is
         waited for, or with ``wait=False`` the process is terminated at once."""
+        with self._lock:
+            while self._waiting:
+                self._waiting.popleft()[1].cancel()
         if not wait:
             for process in list(getattr(self._executor, "_processes", {}).values()):
                 process.terminate()
@@ -127,7 +174,7 @@ class Helper:
 #: the smallest evaluation (individuals x release width) for which ``workers="auto"`` starts a helper
 #: process.  Measured on the 2-core machine, `evaluate --attacks all`, one thread, alone then with a
 #: helper: K x |Q| = 100 x 500, 12 -> 14 s; 200 x 1000, 17 -> 17 s; 400 x 2000, 51-54 -> 41-44 s;
-#: 800 x 5000, 260 -> 162-170 s (docs/results.md, Speed): below about 200 x 1000 the helper's start
+#: 800 x 5000, 260 -> 162-177 s (docs/results.md, Speed): below about 200 x 1000 the helper's start
 #: (a second Python with torch) costs what the second core saves.
 HELPER_MIN_SIZE = 400 * 1000
 

@@ -81,3 +81,25 @@ def test_an_error_in_the_caller_does_not_wait_for_the_helper() -> None:
             time.sleep(0.5)
             raise RuntimeError("caller failed")
     assert time.perf_counter() - started < 30
+
+
+def test_a_call_submitted_first_overtakes_those_waiting(helper) -> None:
+    """While a call runs, those submitted wait here in order; one of submit_first runs next."""
+    import time
+
+    helper.submit(time.sleep, 0.5)
+    later = [helper.submit(time.time) for _ in range(2)]
+    first = helper.submit_first(time.time)
+    times = [result.result() for result in later]
+    assert first.result() < times[0] < times[1]
+
+
+def test_closing_cancels_the_calls_still_waiting() -> None:
+    import time
+    from concurrent.futures import CancelledError
+
+    with Helper(threads=1) as helper:
+        helper.submit(time.sleep, 0.5)
+        waiting = helper.submit(time.time)
+    with pytest.raises(CancelledError):
+        waiting.result()
