@@ -283,9 +283,10 @@ def _fit_and_score_all(
     (:mod:`bngp.workers`), this process fits the attacks that build on each other (the linear and
     whitened maps, fitted together, the first two sizes of their learning curve split with the
     helper; the Bayesian attacker, which starts from the linear map; the stacked attacker, which
-    pools them all) while the helper fits and scores the others in turn (the first size of the linear
-    curve overtakes those still waiting), and scores the stacked attacker's releases with each of them.  Every attack gets the
-    same seed, knowledge and releases either way, so its scores are the same (up to rounding);
+    pools them all) while the helper fits and scores the others in turn (the first size of the
+    linear curve overtakes those still waiting) and scores the stacked attacker's releases with
+    each of them.  Every attack gets the same seed, knowledge and releases either way, so its
+    scores are the same (up to rounding);
     an attack that cannot travel to the helper (it does not pickle), or whose fit fails there (a
     class the helper cannot import, a helper process that died; with a warning), is fitted here."""
     population = setting[0]
@@ -352,12 +353,9 @@ def _fit_and_score_all(
 
     if helper is not None:
         submit()  # at once: the first size of the linear maps' curve will overtake what still waits
-    for name in [name for name in local if name not in stacked]:
+    for name in [name for name in local if name not in stacked]:  # with those that could not travel
         fit_here(name)
-    if helper is not None:
-        for name in [name for name in local if name not in done and name not in stacked]:
-            fit_here(name)  # those that could not travel
-        collect()
+    collect()
     for name in stacked:  # last: they pool every other attack
         fit_here(name)
     return done

@@ -34,7 +34,7 @@ import pickle
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
@@ -143,8 +143,8 @@ class Helper:
 
     def _finished(self, running: Future, result: Future | None = None) -> None:
         if result is not None:
-            if running.cancelled():
-                result.cancel()
+            if running.cancelled():  # the helper closed before the call reached it
+                result.set_exception(CancelledError("the helper process closed before the call ran"))
             elif running.exception() is not None:
                 result.set_exception(running.exception())
             else:
