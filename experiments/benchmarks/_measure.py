@@ -1,12 +1,16 @@
-"""Shared measuring helpers for the benchmarks: the device's float32 matmul peak, peak memory."""
+"""Shared measuring helpers for the benchmarks: the device's float32 matmul peak, peak memory, the report files."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
 from bngp.timing import matmul_flops, peak_child_rss_bytes, peak_device_bytes, peak_rss_bytes
 
-__all__ = ["matmul_peak_flops", "peak_memory_gib", "peak_device_memory_gib", "device_description", "linear_flops"]
+__all__ = ["matmul_peak_flops", "peak_memory_gib", "peak_device_memory_gib", "device_description", "linear_flops",
+           "write_report"]
 
 #: matmul sizes of the reference measurement: 2048 on the CPU (about a second on one core);
 #: 8192 on a GPU, where smaller products leave the chip partly idle.
@@ -47,3 +51,14 @@ def device_description(device: torch.device | str) -> str:
 def linear_flops(module: torch.nn.Module, batch: int) -> float:
     """Forward FLOPs 2 * batch * in * out summed over the module's Linear layers."""
     return sum(2.0 * batch * m.in_features * m.out_features for m in module.modules() if isinstance(m, torch.nn.Linear))
+
+
+def write_report(out: Path, stem: str, command: str, record: dict, markdown: Callable[[dict, str], str]) -> None:
+    """Write ``OUT/STEM.json`` (the command and the record) and ``OUT/STEM.md`` (``markdown(record,
+    command)``), and print the Markdown: how a benchmark leaves its result."""
+    from bngp.io_utils import write_json, write_text
+
+    text = markdown(record, command)
+    write_json(out / f"{stem}.json", {"command": command, **record})
+    write_text(out / f"{stem}.md", text)
+    print(text)

@@ -33,7 +33,7 @@ from bngp.device import DEVICE_NAMES
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import (device_description, matmul_peak_flops, peak_device_memory_gib, peak_helper_memory_gib,  # noqa: E402
-                      peak_memory_gib)
+                      peak_memory_gib, write_report)
 
 #: the issue's target for K = 800, |Q| = 5000, 50 releases (seconds).
 PAPER_SCALE_TARGET_SECONDS = 180.0
@@ -135,8 +135,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the attacks that can use a GPU run (default: %(default)s)")
     parser.add_argument("--out", default="experiments/results/benchmarks", help="output folder (default: %(default)s)")
     args = parser.parse_args(argv)
-    from bngp.io_utils import write_json, write_text
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = "python experiments/benchmarks/evaluation.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -147,9 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                      workers)
     stem = (f"evaluation_{args.individuals}x{args.snvs}_t{args.threads}" + ("" if workers == 1 else f"_w{workers}")
             + ("" if args.device == "cpu" else f"_{args.device}"))
-    write_json(out / f"{stem}.json", {"command": command, **record})
-    write_text(out / f"{stem}.md", markdown(record, command))
-    print(markdown(record, command))
+    write_report(out, stem, command, record, markdown)
     return 0
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import matmul_peak_flops  # noqa: E402
+from _measure import matmul_peak_flops, write_report  # noqa: E402
 
 #: (in, out) of the attacker's layers at K = 800, |Q| = 5000 (App. L.8 Table 2a), then its head.
 LAYERS = ((5000, 3400), (3400, 2000), (2000, 800), (5000, 800))
@@ -145,16 +145,12 @@ def main(argv: list[str] | None = None) -> int:
                                ("--size", args.size, 1)):
         if value < least:
             parser.error(f"{flag} must be >= {least}, got {value}")
-    from bngp.io_utils import write_json, write_text
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = "python experiments/benchmarks/update_shapes.py " + " ".join(argv if argv is not None else sys.argv[1:])
     record = measure(args.batch, args.threads, args.repeats, args.size)
     stem = f"update_shapes_800x5000_b{args.batch}_t{args.threads}"
-    write_json(out / f"{stem}.json", {"command": command, **record})
-    write_text(out / f"{stem}.md", markdown(record, command))
-    print(markdown(record, command))
+    write_report(out, stem, command, record, markdown)
     return 0
 
 
