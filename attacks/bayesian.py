@@ -18,7 +18,7 @@ import torch
 
 from .base import Attack, AttackKnowledge
 from .registry import register_attack
-from .training import AttackerTrainingConfig, pooled_sampler, train_attacker
+from .training import AttackerTrainingConfig, PooledSampler, train_attacker
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from .network import Attacker, AttackerSpec
@@ -71,7 +71,7 @@ class BayesianAttack(Attack):
         population = np.asarray(knowledge.population, dtype=np.uint8)
         theta = np.asarray(knowledge.membership_prior, dtype=np.float64)
         n_individuals = population.shape[0]
-        with pooled_sampler(knowledge.simulate, seed, self.config.batch_size * 25) as sample:
+        with PooledSampler(knowledge.simulate, seed, self.config.batch_size * 25) as sample:
             n_outputs = int(sample(1)[0].shape[1])  # the release width (composed mechanisms are wider)
             spec = AttackerSpec(n_outputs, n_individuals, init=self.config.init)
             self.attacker_ = train_attacker(

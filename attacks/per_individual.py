@@ -37,7 +37,7 @@ from .per_individual_network import (
     score_in_blocks,
 )
 from .registry import register_attack
-from .training import AttackerTrainingConfig, BatchSampler, optimise_with_validation, pooled_sampler
+from .training import AttackerTrainingConfig, BatchSampler, optimise_with_validation, PooledSampler
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from bngp.metrics import release_aucs
@@ -237,7 +237,7 @@ class PerIndividualAttack(Attack):
         theta = np.asarray(knowledge.membership_prior, dtype=np.float64)
         if theta.shape != (population.shape[0],) or not np.all((theta >= 0) & (theta <= 1)):
             raise InputError(f"`membership_prior` must be {population.shape[0]} probabilities (one per individual).")
-        with pooled_sampler(knowledge.simulate, seed, self.config.batch_size * 25) as sample:
+        with PooledSampler(knowledge.simulate, seed, self.config.batch_size * 25) as sample:
             self.attacker_, self.training_ = train_per_individual(
                 sample, population, theta, self.config, seed=seed, device=self.device, progress=self.progress
             )

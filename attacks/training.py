@@ -45,7 +45,6 @@ __all__ = [
     "train_attacker",
     "BatchSampler",
     "prefer_population_inversion",
-    "pooled_sampler",
     "PooledSampler",
     "optimise_with_validation",
     "OptimisationTrace",
@@ -115,11 +114,6 @@ class PooledSampler:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def pooled_sampler(simulate: ReleaseSimulator, seed: int, chunk: int, prefetch: bool = True) -> PooledSampler:
-    """A :class:`PooledSampler` of ``simulate`` (the learned attackers' fresh shadow releases)."""
-    return PooledSampler(simulate, seed, chunk, prefetch)
 
 
 def _is_integer(value: object) -> bool:

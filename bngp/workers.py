@@ -78,9 +78,6 @@ class HelperResult:
     def __init__(self, future: Future) -> None:
         self._future = future
 
-    def done(self) -> bool:
-        return self._future.done()
-
     def result(self) -> Any:
         """Wait for the call and return its value (its exception is raised here)."""
         return pickle.loads(self._future.result())

@@ -17,7 +17,7 @@ from bngp.attacks.per_individual_network import (
     PopulationBoundAttacker,
     score_in_blocks,
 )
-from bngp.attacks.training import optimise_with_validation, pooled_sampler
+from bngp.attacks.training import optimise_with_validation, PooledSampler
 from bngp.rng import spawn_seeds
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
@@ -194,7 +194,7 @@ def test_the_pooled_sampler_returns_what_it_is_asked_for(prefetch: bool) -> None
         calls.append((n, seeds.index(seed)))
         return np.full((n, 3), float(seeds.index(seed))), np.zeros((n, 2))
 
-    with pooled_sampler(simulate, seed=0, chunk=10, prefetch=prefetch) as sample:
+    with PooledSampler(simulate, seed=0, chunk=10, prefetch=prefetch) as sample:
         first = [sample(n)[0] for n in (4, 4, 25, 3)]
         assert [x.shape[0] for x in first] == [4, 4, 25, 3]
         assert [float(x[0, 0]) for x in first] == [0.0, 0.0, 1.0, 2.0]
