@@ -61,21 +61,24 @@ class StackedAttack(Attack):
         self.n_stacking_releases = check_positive_int("n_stacking_releases", n_stacking_releases, minimum=2)
         self._supplied: dict[str, Attack] = {}
         self._supplied_scores: dict[str, np.ndarray] = {}
+        self._supplied_stacking: ShadowData | None = None
         self._device = None
         self.bases_: dict[str, Attack] = {}
         self.weights_: np.ndarray | None = None
         self.spread_: np.ndarray | None = None
         self.population_: np.ndarray | None = None
 
-    def use_fitted(self, attacks: dict[str, Attack], stacking_scores: Mapping[str, np.ndarray] | None = None
-                   ) -> "StackedAttack":
+    def use_fitted(self, attacks: dict[str, Attack], stacking_scores: Mapping[str, np.ndarray] | None = None,
+                   stacking: ShadowData | None = None) -> "StackedAttack":
         """Pool these already fitted attacks (as well as the base ones); returns self.
-        ``stacking_scores``: what some of them already scored the population on the stacking
-        releases of the next :meth:`fit` (:meth:`stacking_releases` of its knowledge and seed),
-        (``n_stacking_releases``, K) each, used as they are instead of scoring again (the
-        evaluation scores them in its helper process, :mod:`bngp.workers`)."""
+        ``stacking``: the stacking releases of the next :meth:`fit` (:meth:`stacking_releases` of its
+        knowledge and seed), already drawn; ``stacking_scores``: what some of the attacks already
+        scored the population on them, (``n_stacking_releases``, K) each, used as they are instead of
+        scoring again (the evaluation draws them once and scores them in its helper process,
+        :mod:`bngp.workers`)."""
         self._supplied = {name: attack for name, attack in attacks.items() if not isinstance(attack, StackedAttack)}
         self._supplied_scores = dict(stacking_scores or {})
+        self._supplied_stacking = stacking
         return self
 
     def stacking_releases(self, knowledge: AttackKnowledge, seed: int) -> ShadowData:
@@ -100,7 +103,9 @@ class StackedAttack(Attack):
             bases[name] = base.fit(knowledge, seed=attack_seed)
         if not bases:
             raise InputError("the stacked attack has no base attack whose knowledge is available.")
-        stacking = self.stacking_releases(knowledge, seed)
+        stacking, self._supplied_stacking = self._supplied_stacking, None
+        if stacking is None:
+            stacking = self.stacking_releases(knowledge, seed)
         self.bases_ = bases
         self.population_ = np.asarray(knowledge.population)
         known, self._supplied_scores = self._supplied_scores, {}

@@ -58,6 +58,7 @@ from bngp.attacks.composed import for_composition
 from bngp.attacks.bayesian import BayesianAttack
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.attacks.linear import LinearAttack
+from bngp.attacks.shadow import ShadowData
 from bngp.attacks.stacking import StackedAttack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
@@ -296,12 +297,14 @@ def _fit_and_score_all(
     pending: dict[str, HelperResult] = {}
     stacking_scores: dict[str, dict[str, np.ndarray]] = {name: {} for name in stacked}
     stacking_seconds = dict.fromkeys(stacked, 0.0)
+    stacking: dict[str, ShadowData] = {}  # drawn once: scored in the helper, fitted on here
 
     def submit() -> None:
         todo = [name for name in instances if name not in local]
         if not todo:
             return
-        releases = [instances[name].stacking_releases(knowledge, seeds[name]).releases for name in stacked]
+        stacking.update({name: instances[name].stacking_releases(knowledge, seeds[name]) for name in stacked})
+        releases = [stacking[name].releases for name in stacked]
         for name in todo:
             attack = instances[name]
             try:
@@ -336,7 +339,7 @@ def _fit_and_score_all(
         attack = instances[name]
         known = None
         if isinstance(attack, StackedAttack):
-            attack.use_fitted({other: instances[other] for other in done}, stacking_scores[name])
+            attack.use_fitted({other: instances[other] for other in done}, stacking_scores[name], stacking.get(name))
             known = {other: fitted[1] for other, fitted in done.items()}  # its bases' scores on these releases
         elif name == "linear" and isinstance(attack, LinearAttack) and "whitened" in instances and "whitened" not in done:
             attack.fit_together_with(instances["whitened"])  # one decomposition for both maps, on linear's draws
