@@ -64,6 +64,7 @@ import torch
 
 from bngp.errors import InputError
 from bngp.metrics import levelled_off, release_aucs
+from bngp.timing import phase
 from bngp.workers import HelperResult, current_helper
 
 __all__ = [
@@ -245,7 +246,8 @@ def symmetric_eigh(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return matrix.new_zeros(size), torch.eye(size, dtype=matrix.dtype, device=matrix.device)
     try:
         if matrix.device.type == "cpu" and not matrix.requires_grad:
-            values, vectors = scipy.linalg.eigh(matrix.numpy(), driver="evd")
+            with phase("eigendecomposition"):  # timed apart by a running PhaseTimer, as the tridiagonal reduction
+                values, vectors = scipy.linalg.eigh(matrix.numpy(), driver="evd")
             return torch.from_numpy(values), torch.from_numpy(vectors)
         return torch.linalg.eigh(matrix)
     except (torch.linalg.LinAlgError, np.linalg.LinAlgError):
@@ -294,7 +296,10 @@ class _Tridiagonal:
     Cholesky factorisation (ptsv, O(n) per column).  The eigenvectors of T and their
     back-transformation, two thirds of a divide-and-conquer eigendecomposition, are never
     computed (5,000 x 5,000 in float64 on one core: 13 s against 28 s; applying P or P^T to
-    800 columns 1.5 s)."""
+    800 columns 1.5 s).  Half of sytrd's FLOPs are symmetric matrix-vector products that read the
+    trailing matrix once per column (about n^3 / 6 float64 reads, 167 GB at n = 5,000): the
+    reduction is bound by memory bandwidth, not by the matmul; a running
+    :class:`bngp.timing.PhaseTimer` times it as its own phase ("tridiagonal reduction")."""
 
     reflectors: np.ndarray
     tau: np.ndarray
@@ -305,7 +310,8 @@ class _Tridiagonal:
     def of(cls, matrix: np.ndarray) -> "_Tridiagonal":
         """The tridiagonal form of the symmetric ``matrix`` (float64, lower triangle read)."""
         work = int(scipy.linalg.lapack.dsytrd_lwork(matrix.shape[0], lower=1)[0])
-        reflectors, diagonal, off, tau, info = scipy.linalg.lapack.dsytrd(matrix, lower=1, lwork=max(1, work))
+        with phase("tridiagonal reduction"):  # timed apart by a running PhaseTimer (the game's refits)
+            reflectors, diagonal, off, tau, info = scipy.linalg.lapack.dsytrd(matrix, lower=1, lwork=max(1, work))
         if info != 0:
             raise np.linalg.LinAlgError(f"LAPACK dsytrd failed (info {info}).")
         return cls(reflectors, tau, diagonal, off)

@@ -2,11 +2,15 @@
 references a timing is read against: the machine's matmul throughput measured in the same run
 (:func:`matmul_flops`) and the process's peak memory (:func:`peak_rss_bytes`).
 
-A :class:`PhaseTimer` accumulates ``time.perf_counter`` intervals by name; phases must not
-nest (each interval is counted once), so the totals add up to the time covered.  On a GPU the
-work a phase queues may still be running when its Python code returns: a timer given a
-``synchronize`` callable (``torch.cuda.synchronize``) waits for the device at both ends of every
-phase, so that each phase is charged with its own kernels.
+A :class:`PhaseTimer` accumulates ``time.perf_counter`` intervals by name.  A phase opened
+inside another (directly, or by library code through :func:`phase` while the timer is
+running) is its own entry, named ``"outer / inner"``, and its time is not counted again in
+the outer one: the totals add up to the time covered.  This is how the game's refit reports
+the LAPACK tridiagonal reduction inside its fit (``"refit: fit / tridiagonal reduction"``,
+:mod:`bngp.ridge`) without the ridge code knowing about the game.  On a GPU the work a phase
+queues may still be running when its Python code returns: a timer given a ``synchronize``
+callable (``torch.cuda.synchronize``) waits for the device at both ends of every phase, so
+that each phase is charged with its own kernels.
 """
 
 from __future__ import annotations
@@ -16,34 +20,47 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PhaseTimer", "matmul_flops", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
+__all__ = ["PhaseTimer", "phase", "matmul_flops", "matvec_bandwidth", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
 
 
 class PhaseTimer:
     """Accumulated seconds and call counts per phase name, in first-use order; ``synchronize``
-    (e.g. ``torch.cuda.synchronize``) is called before a phase's clock starts and before it stops."""
+    (e.g. ``torch.cuda.synchronize``) is called before a phase's clock starts and before it stops.
+    A phase's seconds are its own: those of the phases nested in it are theirs (module docstring)."""
 
     def __init__(self, synchronize: Callable[[], object] | None = None) -> None:
         self.seconds: dict[str, float] = {}
         self.calls: dict[str, int] = {}
         self._synchronize = synchronize
+        self._open: list[tuple[str, list[float]]] = []  # (name, [seconds of the phases nested in it])
 
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
+        if self._open:
+            name = f"{self._open[-1][0]} / {name}"
         if self._synchronize is not None:
             self._synchronize()
+        nested = [0.0]
+        self._open.append((name, nested))
+        token = _RUNNING.set(self)
         start = time.perf_counter()
         try:
             yield
         finally:
             if self._synchronize is not None:
                 self._synchronize()
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            _RUNNING.reset(token)
+            self._open.pop()
+            if self._open:
+                self._open[-1][1][0] += elapsed
+            self.seconds[name] = self.seconds.get(name, 0.0) + elapsed - nested[0]
             self.calls[name] = self.calls.get(name, 0) + 1
 
     def to_dict(self) -> dict[str, dict[str, float | int]]:
@@ -54,6 +71,23 @@ class PhaseTimer:
         """Continue from the totals of :meth:`to_dict` (a resumed run counts the time before it)."""
         self.seconds = {name: float(entry["seconds"]) for name, entry in phases.items()}
         self.calls = {name: int(entry["calls"]) for name, entry in phases.items()}
+
+
+#: the timer whose phase is running in this context (the innermost), for :func:`phase`.
+_RUNNING: ContextVar[PhaseTimer | None] = ContextVar("bngp_running_timer", default=None)
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Time the block as a phase nested in the running phase of a :class:`PhaseTimer`, if one is
+    running in this context; otherwise do nothing.  For library code (the ridge fits) whose
+    callers may or may not be timing it."""
+    timer = _RUNNING.get()
+    if timer is None:
+        yield
+        return
+    with timer(name):
+        yield
 
 
 def matmul_flops(size: int = 2048, repeats: int = 8, dtype: "torch.dtype | None" = None,
@@ -81,6 +115,27 @@ def matmul_flops(size: int = 2048, repeats: int = 8, dtype: "torch.dtype | None"
         sync()
         best = min(best, time.perf_counter() - start)
     return 2.0 * size**3 * repeats / best
+
+
+def matvec_bandwidth(size: int = 4096, repeats: int = 8, dtype: "torch.dtype | None" = None) -> float:
+    """Memory bandwidth (bytes/s) of matrix-vector products on the CPU, measured now with torch's
+    threads: the bytes of a ``size`` x ``size`` matrix (default float64; 128 MiB at 4096, larger
+    than the caches) read per second by ``matrix @ vector`` (BLAS gemv), best of three timings of
+    ``repeats`` products after one warm-up.  The reference of work bound by reading a matrix once
+    per vector, as the matrix-vector half of a tridiagonal reduction (:mod:`bngp.ridge`)."""
+    import torch
+
+    dtype = torch.float64 if dtype is None else dtype
+    matrix = torch.rand(size, size, dtype=dtype)
+    vector = torch.rand(size, dtype=dtype)
+    matrix @ vector
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            matrix @ vector
+        best = min(best, time.perf_counter() - start)
+    return repeats * matrix.numel() * matrix.element_size() / best
 
 
 def peak_rss_bytes() -> int:

@@ -54,11 +54,9 @@ def _start(threads: int, preload: tuple[str, ...]) -> None:
     import importlib
 
     import bngp  # noqa: F401  (first: its settings hold before torch allocates)
-    import torch
-    from threadpoolctl import threadpool_limits
+    from bngp.threads import set_threads
 
-    torch.set_num_threads(threads)
-    threadpool_limits(threads)
+    set_threads(threads)
     for module in preload:
         importlib.import_module(module)
 

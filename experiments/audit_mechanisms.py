@@ -25,8 +25,6 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 from bngp.mechanism_audit import MODES, audit_mechanism
 from bngp.data.independent import simulate_independent
 from bngp.data.npz import load_population
@@ -147,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--out-dir", required=True)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    from bngp.threads import set_threads
+    set_threads(1)
     population = (
         load_population(args.population)
         if args.population

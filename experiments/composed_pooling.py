@@ -123,9 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.individuals < 4 or args.snvs < 2 or args.threads < 1:
         parser.error("--individuals >= 4, --snvs >= 2 and --threads >= 1")
-    import torch
-
-    torch.set_num_threads(args.threads)
+    from bngp.threads import set_threads
+    set_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     peak = matmul_peak_flops()
     report = {

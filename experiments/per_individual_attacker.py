@@ -68,9 +68,8 @@ def _population(scale: str, seed: int):
 def run_cell(population_file: Path, defense_spec: str, attack: str, members: int, releases: int, seed: int) -> dict:
     """One attacker against one defense, in this process: the evaluation record, its scores' per-release
     AUCs and labels digest, the network's size, and this process's peak memory."""
-    import torch
-
-    torch.set_num_threads(1)
+    from bngp.threads import set_threads
+    set_threads(1)
     from bngp.attacks.registry import get_attack
     from bngp.data.npz import load_population
     from bngp.data.priors import UniformSubsetPrior
@@ -302,9 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         write_json(out, run_cell(Path(population), defense, attack, int(members), int(releases), int(seed)))
         return 0
 
-    import torch
-
-    torch.set_num_threads(1)
+    from bngp.threads import set_threads
+    set_threads(1)
     from bngp.data.npz import save_population
     from bngp.timing import matmul_flops
 

@@ -17,7 +17,8 @@ retention, strongest product attack, outside ridge AUC, and the two acceptance c
 strongest >= outside ridge - 0.02 (median and worst gap), and BNGP strongest <= matched Laplace
 strongest - 0.05.  Seeds already in ``--out`` are not recomputed.
 
-Usage: python experiments/privacy_holds.py [--seeds 0 1 2 3 4] [--kappa 1.5] [--steps S] [--threads T] [--out DIR]
+Usage: python experiments/privacy_holds.py [--seeds 0 1 2 3 4] [--kappa 1.5 | --budget B] [--batch-size N]
+       [--steps S] [--threads T] [--out DIR]
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from outside_ridge import attack_defense
 
@@ -55,7 +55,8 @@ def _evaluate(population, prior, defense, seed: int) -> dict:
     }
 
 
-def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> dict:
+def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA, budget: float | None = None,
+             batch_size: int | None = None) -> dict:
     from bngp import GameConfig, Game, UniformSubsetPrior, simulate_genome
     from bngp.game import SUMMARY_FILE, TrainingSummary
     from bngp.errors import BNGPError
@@ -67,7 +68,9 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> d
     population = simulate_genome(K, K, SNVS, seed=seed)
     prior = UniformSubsetPrior(K, N)
     run_dir = out / f"run_seed{seed}"
-    config = GameConfig(kappa=kappa, seed=seed, **({"steps": steps} if steps else {}))
+    settings = {"steps": steps, "batch_size": batch_size}
+    config = GameConfig(kappa=kappa, seed=seed, **{name: value for name, value in settings.items() if value},
+                        **({"objective": "utility-budget", "budget": budget} if budget is not None else {}))
     train_started = time.perf_counter()
     try:  # a complete run of this configuration (from an interrupted invocation) is reused
         reused = verify_run(run_dir)["config"] == json.loads(json.dumps(config.to_dict()))
@@ -95,9 +98,11 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA) -> d
 
 
 def report(records: list[dict]) -> str:
-    kappa = records[0]["config"]["kappa"]
+    config = records[0]["config"]
+    objective = (f"utility budget {config['budget']:g}" if config["objective"] == "utility-budget"
+                 else f"kappa = {config['kappa']:g}")
     lines = [
-        f"# Privacy numbers that hold (K = 200, N = 100, |Q| = 1000, kappa = {kappa:g})",
+        f"# Privacy numbers that hold (K = 200, N = 100, |Q| = 1000, {objective}, batches of {config['batch_size']})",
         "",
         "Product = strongest of `bngp evaluate --attacks all` (50 releases); outside = ridge from scratch "
         f"(`experiments/outside_ridge.py`, {SHADOW} shadow releases, penalty by validation AUC over 1e-10..1e2 of the "
@@ -142,16 +147,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--kappa", type=float, default=KAPPA)
+    parser.add_argument("--budget", type=float, default=None,
+                        help="train under a utility budget (mean |x - f(D)| <= BUDGET) instead of the trade-off kappa")
+    parser.add_argument("--batch-size", type=int, default=None, help="GameConfig.batch_size (default: its default)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    from bngp.threads import set_threads
+    set_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         for seed in args.seeds:
             if not (args.out / f"seed{seed}.json").is_file():
-                record = run_seed(seed, args.steps, args.out, args.kappa)
+                record = run_seed(seed, args.steps, args.out, args.kappa, args.budget, args.batch_size)
                 print(json.dumps({"seed": seed, "bngp": record["bngp"]["strongest"], "outside": record["bngp"]["outside_ridge"]["auc"]}), flush=True)
     records = [json.loads(path.read_text()) for path in sorted(args.out.glob("seed*.json"))]
     if records:

@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     parser.add_argument("--out", default="experiments/results/refit_subspace.md", help="(default: %(default)s)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    from bngp.threads import set_threads
+    set_threads(1)
     lines = [
         "# Ridge refit in a block Krylov subspace: full fit vs depth 1-3",
         "",

@@ -167,9 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="only write the report of the runs present")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(args.threads)
+    from bngp.threads import set_threads
+    set_threads(args.threads)
     index, count = (int(part) for part in args.shard.split("/"))
     plan = [("preference", kappa, seed) for kappa in args.kappas for seed in args.seeds]
     plan += [("utility-budget", budget, seed) for budget in args.budgets for seed in args.seeds]

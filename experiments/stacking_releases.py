@@ -42,7 +42,8 @@ def measure(individuals: int, snvs: int, spec: str, large: int, small: int, thre
     from bngp.evaluate import evaluate_defense
     from bngp.timing import matmul_flops
 
-    torch.set_num_threads(threads)
+    from bngp.threads import set_threads
+    set_threads(threads)
     peak = matmul_flops(2048, 8, torch.float32)
     population = simulate_independent(individuals, individuals, snvs, seed=seed)
     members = individuals // 2

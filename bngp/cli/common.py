@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
 
@@ -12,19 +11,12 @@ from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.device import DEVICE_NAMES
 from bngp.errors import DataFormatError, InputError
+from bngp.threads import default_threads, set_threads
 from bngp.validation import check_readable_file
 from bngp.workers import HELPER_MIN_SIZE
 
 __all__ = ["add_population_args", "add_threads_arg", "add_device_arg", "add_workers_arg", "default_threads",
            "set_threads", "load_population_and_prior", "load_kappa_file"]
-
-
-def default_threads() -> int:
-    """Threads per process by default: 1 on machines of up to 2 cores (measured on this project's
-    2-core machine: torch training with its default threads on a busy machine ran 4-10x slower
-    than with one), else half the cores (at most 8)."""
-    cores = os.cpu_count() or 1
-    return 1 if cores <= 2 else min(8, cores // 2)
 
 
 def add_threads_arg(parser: argparse.ArgumentParser) -> None:
@@ -49,17 +41,6 @@ def add_workers_arg(parser: argparse.ArgumentParser) -> None:
                         help="processes of an evaluation: 1, or 2 with a helper process that fits the attacks "
                              "independent of the others (same results); auto (default): 2 on a machine of 2 cores "
                              f"or more when individuals x release width >= {HELPER_MIN_SIZE:,}, else 1")
-
-
-def set_threads(threads: int) -> None:
-    """Limit torch and the BLAS thread pools (numpy, scipy, scikit-learn) to ``threads``."""
-    if threads < 1:
-        raise InputError(f"`--threads` must be >= 1, got {threads}.")
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(threads)
-    threadpool_limits(threads)
 
 
 def add_population_args(parser: argparse.ArgumentParser, *, members: bool = True) -> None:

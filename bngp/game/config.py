@@ -62,7 +62,8 @@ class GameConfig:
     Attributes:
         steps: defender updates.
         attacker_steps: attacker updates per defender update.
-        batch_size: membership draws per update (>= 2, batch normalisation).
+        batch_size: membership draws per update (>= 2, batch normalisation); 128 since 2026-11-27
+            (was 64; ``docs/design/game.md``, "Alternating updates").
         objective: one of :data:`OBJECTIVES` (section 3.3): "preference" minimises
             leakage + sum_j kappa_j |x_j - f(D)_j| / |Q|; "utility-budget" minimises leakage
             s.t. mean |x - f(D)| <= ``budget``; "privacy-budget" minimises mean |x - f(D)|
@@ -149,7 +150,7 @@ class GameConfig:
 
     steps: int = 1500
     attacker_steps: int = 2
-    batch_size: int = 64
+    batch_size: int = 128
     objective: Objective = "preference"
     kappa: float = 0.0
     kappa_vector: tuple[float, ...] | None = None

@@ -218,10 +218,10 @@ class Experiment:
     def game_config(self, **overrides: Any) -> GameConfig:
         """GameConfig with this scale's budgets and the experiment's seed, plus ``overrides``."""
         budget = self.budget
-        # every step of the game and of the fresh-attacker check and, in a composed game, the in-game
-        # attacker on the whole release, as in the runs these reproductions have stored
-        base = GameConfig(steps=budget.steps, fresh_check_steps=budget.fresh_check_steps, fresh_check_patience=None,
-                          pool_copies=False, selection_patience=None,
+        # every step of the game and of the fresh-attacker check, batches of 64 and, in a composed game,
+        # the in-game attacker on the whole release, as in the runs these reproductions have stored
+        base = GameConfig(steps=budget.steps, batch_size=64, fresh_check_steps=budget.fresh_check_steps,
+                          fresh_check_patience=None, pool_copies=False, selection_patience=None,
                           eval_every=budget.eval_every, checkpoint_every=budget.checkpoint_every, seed=self.seed)
         return replace(base, **overrides)
 

@@ -116,8 +116,9 @@ def run_frontier(*, scale: str, seed: int, out: Path, budget: Budget, progress: 
         path = data_dir / f"{name}.npz"
         save_population(make_population(name, table[scale], seed), path)
         datasets.append(DatasetSpec(name, path.resolve(), table[scale].members))
-    game = (("steps", budget.steps), ("fresh_check_steps", budget.fresh_check_steps), ("fresh_check_patience", None),
-            ("selection_patience", None),
+    # batches of 64 and every step, as in the cells the reproduction has stored (their keys)
+    game = (("steps", budget.steps), ("batch_size", 64), ("fresh_check_steps", budget.fresh_check_steps),
+            ("fresh_check_patience", None), ("selection_patience", None),
             ("eval_every", budget.eval_every), ("checkpoint_every", budget.checkpoint_every))
     config = SweepConfig(datasets=tuple(datasets), defenses=DEFENSES, kappa=grid.kappa, eps=grid.eps, seeds=(seed,),
                          attacks=("all",), releases=budget.releases, game=game,

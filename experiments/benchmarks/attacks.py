@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    from bngp.threads import set_threads
+    set_threads(args.threads)
     results = run(args.targets, args.releases, args.snvs, args.members, args.seed, args.square, args.repeats)
     text = json.dumps(results, indent=2)
     print(text)

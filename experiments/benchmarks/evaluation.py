@@ -49,8 +49,9 @@ def measure(individuals: int, snvs: int, defense_spec: str, releases: int, threa
     from bngp.defenses.registry import DefenseContext, parse_defense_spec
     from bngp.evaluate import evaluate_defense
     from bngp.device import resolve_device
+    from bngp.threads import set_threads
 
-    torch.set_num_threads(threads)
+    set_threads(threads)
     where = resolve_device(device)
     peak32 = matmul_peak_flops(device=where)
     peak64 = matmul_peak_flops(dtype=torch.float64, device=where)

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bngp.device import DEVICE_NAMES
+from bngp.timing import matvec_bandwidth
 
 if TYPE_CHECKING:
     import torch
@@ -62,8 +63,16 @@ DEFAULT_SIZES = "100x1000,200x1000,400x1000,200x500,200x2000,800x5000,800x5000x5
 TARGETS = {(200, 1000, 1): 90.0, (800, 5000, 1): 15 * 60.0, (800, 5000, 5): 30 * 60.0}
 #: the per-mechanism eps of the composed sizes (one of Table 5's rows).
 COMPOSED_EPSILON = 0.3
+#: the phases whose counted FLOPs are matrix products (the networks' layers, f(D) = b Z, the refit's
+#: Gram matrix and maps; its decomposition, timed apart, is judged against its own bound) and the
+#: fraction of the same run's matmul they must reach.
+MATMUL_BOUND = ("refit: releases", "refit: fit", "selection", "attacker steps", "defender step", "held-out evaluation")
+MATMUL_TARGET = 0.5
 PHASES = ("refit: releases", "refit: fit", "selection", "attacker steps", "defender step", "held-out evaluation",
           "checkpoint", "fresh-attacker check")
+#: the LAPACK decompositions inside the ridge fits, timed as phases nested in theirs (:mod:`bngp.timing`):
+#: half of their FLOPs are matrix-vector products, bound by memory bandwidth, judged against their own bound.
+DECOMPOSITIONS = ("tridiagonal reduction", "eigendecomposition")
 
 
 def default_calls(config) -> dict[str, float]:
@@ -101,6 +110,23 @@ def _refit_fit_flops(rows: int, columns: int, outputs: int, validation: int, pat
     return ridge + path * 2.0 * validation * r * outputs + 2.0 * rows * columns * outputs
 
 
+def _decomposition(rows: int, columns: int) -> tuple[str, float]:
+    """The decomposition a refit's fit runs (the tridiagonal reduction of the columns' Gram matrix
+    with more rows than columns, else the eigendecomposition of the rows') and its order r."""
+    return ("tridiagonal reduction", float(columns)) if rows > columns else ("eigendecomposition", float(min(rows, columns)))
+
+
+def decomposition_bound(name: str, order: float, peak64: float, bandwidth: float) -> float:
+    """Seconds a float64 decomposition of order r cannot beat on this machine: its symmetric
+    matrix-vector products read the trailing matrix once per column (r^3 / 6 float64 reads) at
+    the measured matrix-vector bandwidth, and its matrix-matrix parts run at the float64 matmul
+    peak: the rank-2k updates of the reduction (2/3 r^3 FLOPs), plus for the eigendecomposition
+    the back-transformation of the eigenvectors (2 r^3; divide and conquer's products, which
+    deflation makes data dependent, are not counted, so the bound is if anything too low)."""
+    products = 2.0 / 3.0 * order**3 + (2.0 * order**3 if name == "eigendecomposition" else 0.0)
+    return order**3 / 6.0 * 8.0 / bandwidth + products / peak64
+
+
 def phase_flops(game, refit_rows: int) -> dict[str, float]:
     """FLOPs of one call of each phase, counted from the layer sizes (module docstring).
 
@@ -125,10 +151,14 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     statistic = 2.0 * game.population.n_individuals * game.population.n_attributes
     release = per_sample_defender + statistic
     validation = REFIT_VALIDATION_DRAWS
+    decomposition, order = _decomposition(refit_rows, game.attacker_spec.n_outputs)
+    decomposed = 4.0 / 3.0 * order**3 if decomposition == "tridiagonal reduction" else 4.0 * order**3
     return {
         "refit: releases": (refit_rows + validation) * release,
+        # the fit's own products; its decomposition is a phase nested in it (bngp.timing, bngp.ridge)
         "refit: fit": _refit_fit_flops(refit_rows, game.attacker_spec.n_outputs, game.population.n_individuals, validation,
-                                       len(RIDGE_PATH)),
+                                       len(RIDGE_PATH)) - decomposed,
+        f"refit: fit / {decomposition}": decomposed,
         "selection": validation * per_sample_attacker,
         "attacker steps": config.attacker_steps * batch * (release + per_sample_attacker + 2.0 * net - first),
         "defender step": batch * (3 * per_sample_defender + statistic + 2 * per_sample_attacker),
@@ -162,14 +192,26 @@ def _game(individuals: int, attributes: int, composition: int, seed: int, steps:
     return Game(population, UniformSubsetPrior(individuals, members), config, device=device)
 
 
-def _add_flops(phases: dict, flops: dict[str, float], peak32: float, peak64: float) -> None:
+def _add_flops(phases: dict, flops: dict[str, float], peak32: float, peak64: float, bandwidth: float | None,
+               order: float) -> None:
     """Per phase with a FLOP count: GFLOP per call, GFLOP/s and the fraction of the matmul peak
-    (float64 for the ridge fit, float32 for the rest)."""
+    (float64 for the ridge fit, float32 for the rest); for the refit's decomposition (nested in
+    the fit), the fraction of its own bound (:func:`decomposition_bound`, order ``order``) at the
+    measured float64 matmul and matrix-vector ``bandwidth`` (bytes/s).  A decomposition that was
+    not timed apart (on a GPU, or in a record made before it was) counts in its fit's FLOPs."""
+    flops = dict(flops)
+    for name in [name for name in flops if " / " in name]:
+        if name not in phases:
+            flops[name.split(" / ")[0]] += flops.pop(name)
     for name, phase in phases.items():
         if name in flops:
             gflops = flops[name] / phase["seconds_per_call"] / 1e9
-            peak = peak64 if name == "refit: fit" else peak32
+            peak = peak64 if name.startswith("refit: fit") else peak32
             phase.update(gflop_per_call=flops[name] / 1e9, gflops=gflops, fraction_of_matmul=gflops * 1e9 / peak)
+            decomposition = name.split(" / ")[-1]
+            if decomposition in DECOMPOSITIONS and bandwidth:
+                bound = decomposition_bound(decomposition, order, peak64, bandwidth)
+                phase.update(bound_seconds=bound, fraction_of_bound=bound / phase["seconds_per_call"])
 
 
 def measure_one(individuals: int, attributes: int, steps: int | None, fresh_check_steps: int, threads: int, seed: int,
@@ -181,11 +223,13 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
     from bngp.game import GameConfig
     from bngp.ridge import default_shadow_releases
     from bngp.device import resolve_device
+    from bngp.threads import set_threads
 
-    torch.set_num_threads(threads)
+    set_threads(threads)
     where = resolve_device(device)
     peak32 = matmul_peak_flops(device=where)
     peak64 = matmul_peak_flops(dtype=torch.float64, device=where)
+    bandwidth = matvec_bandwidth() if where.type == "cpu" else None
     game = _game(individuals, attributes, composition, seed, steps, fresh_check_steps, overrides, where)
     config, members = game.config, individuals // 2
     started = time.perf_counter()
@@ -196,15 +240,19 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
     full = steps is None  # the default run itself: its calls are the default run's, whatever its stop
     budget_calls = None if full else default_calls(replace(GameConfig(), **(overrides or {})))
     phases = {}
-    for name in PHASES:
-        timing = summary.timings.get(name)
-        if timing is None:
-            continue
+    timings = summary.timings
+    order = [name for name in PHASES if name in timings]
+    order += [name for name in timings if name not in order]  # the nested phases, after theirs
+    for name in order:
+        timing = timings[name]
         per_call = timing["seconds"] / timing["calls"]
-        calls = timing["calls"] if full else budget_calls[name]
+        parent = name.split(" / ")[0]
+        # a nested phase runs as often per call of its parent as it did in the measured steps
+        calls = timing["calls"] if full else budget_calls[parent] * timing["calls"] / timings[parent]["calls"]
         phases[name] = {"seconds": timing["seconds"], "calls": timing["calls"], "seconds_per_call": per_call,
                         "default_calls": calls, "default_seconds": per_call * calls}
-    _add_flops(phases, phase_flops(game, refit_rows), peak32, peak64)
+    _add_flops(phases, phase_flops(game, refit_rows), peak32, peak64, bandwidth,
+               _decomposition(refit_rows, game.attacker_spec.n_outputs)[1])
     return {
         "individuals": individuals,
         "attributes": attributes,
@@ -222,6 +270,7 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         "device": device_description(where),
         "matmul_gflops_float32": peak32 / 1e9,
         "matmul_gflops_float64": peak64 / 1e9,
+        "matvec_gbytes_per_second": None if bandwidth is None else bandwidth / 1e9,
         "wall_seconds": wall,
         "projected_default_seconds": sum(p["default_seconds"] for p in phases.values()),
         "peak_memory_gib": peak_memory_gib(),
@@ -273,6 +322,33 @@ def _device_memory(record: dict) -> str:
     return f" (GPU: {gib:.2f} GiB allocated)" if gib else ""
 
 
+def _matmul_verdict(record: dict) -> str:
+    """The line on the matmul-bound phases' target: each fraction, the lowest, met or not."""
+    fractions = {name: phase["fraction_of_matmul"] for name, phase in record["phases"].items()
+                 if name in MATMUL_BOUND and "fraction_of_matmul" in phase}
+    if not fractions:
+        return "Matmul-bound phases: none timed."
+    lowest = min(fractions, key=fractions.get)
+    met = fractions[lowest] >= MATMUL_TARGET
+    return (f"Matmul-bound phases (target >= {MATMUL_TARGET} of the same run's matmul): "
+            + ", ".join(f"{name} {value:.2f}" for name, value in fractions.items())
+            + f"; lowest {lowest} {fractions[lowest]:.2f}: **{'met' if met else 'NOT met'}**.")
+
+
+def _decomposition_lines(record: dict) -> list[str]:
+    """A line per timed decomposition: its time per call against its bound on this machine."""
+    bandwidth = record.get("matvec_gbytes_per_second")
+    lines = []
+    for name, phase in record["phases"].items():
+        if "fraction_of_bound" in phase:
+            lines.append(
+                f"{name}: {phase['seconds_per_call']:.2f} s a call against a bound of {phase['bound_seconds']:.2f} s, "
+                f"**{phase['fraction_of_bound']:.2f} of its bound** (half its FLOPs are matrix-vector products reading "
+                f"the trailing matrix once per column, r^3 / 6 float64 reads at the matrix-vector bandwidth measured "
+                f"in the same process, {bandwidth:.1f} GB/s; the rest at the float64 matmul; `decomposition_bound`).")
+    return lines
+
+
 def markdown(report: dict) -> str:
     full = all(record.get("full_default_run") for record in report["records"])
     budget = ("each size trained its default run itself (its budget, or until the selection patience stopped "
@@ -313,11 +389,13 @@ def markdown(report: dict) -> str:
         ]
         total = record["projected_default_seconds"]
         for name, phase in record["phases"].items():
-            flop = (f"{phase['gflop_per_call']:.3g} | {phase['gflops']:.1f} | {phase['fraction_of_matmul']:.2f}"
-                    if "gflops" in phase else "- | - | -")
+            of_peak = (f"{phase['fraction_of_bound']:.2f} of its bound" if "fraction_of_bound" in phase
+                       else f"{phase.get('fraction_of_matmul', 0):.2f}")
+            flop = (f"{phase['gflop_per_call']:.3g} | {phase['gflops']:.1f} | {of_peak}" if "gflops" in phase
+                    else "- | - | -")
             lines.append(f"| {name} | {phase['seconds_per_call']:.4f} | {phase['default_calls']:.0f} | "
                          f"{phase['default_seconds']:.1f} | {phase['default_seconds'] / total:.0%} | {flop} |")
-        lines.append("")
+        lines += ["", _matmul_verdict(record), *_decomposition_lines(record), ""]
     lines += ["## Scaling", "", "| along | sizes | s / step | step exponent | s / refit | refit exponent |",
               "|---|---|---|---|---|---|"]
     for axis, row in report["scaling"].items():
@@ -349,8 +427,11 @@ def recount(source: Path, out: Path) -> int:
     for record in report["records"]:
         game = _game(record["individuals"], record["attributes"], record.get("composition", 1), record["seed"],
                      record["steps"], record["fresh_check_steps"], record.get("overrides"))
+        bandwidth = record.get("matvec_gbytes_per_second")
         _add_flops(record["phases"], phase_flops(game, record["refit_rows"]),
-                   record["matmul_gflops_float32"] * 1e9, record["matmul_gflops_float64"] * 1e9)
+                   record["matmul_gflops_float32"] * 1e9, record["matmul_gflops_float64"] * 1e9,
+                   None if bandwidth is None else bandwidth * 1e9,
+                   _decomposition(record["refit_rows"], game.attacker_spec.n_outputs)[1])
     report["command"] += "; FLOP columns recounted by python experiments/benchmarks/game_phases.py --recount"
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "game_phases.json", report)

@@ -40,7 +40,8 @@ def main() -> None:
     for flag in ("individuals", "outputs", "releases"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag} must be >= 1, got {getattr(args, flag)}")
-    torch.set_num_threads(1)
+    from bngp.threads import set_threads
+    set_threads(1)
     seeds = named_seeds(args.seed, ("population", "defender", "releases"))
     peak = matmul_peak_flops()
     genotypes = (np.random.default_rng(seeds["population"]).random((args.individuals, args.outputs)) < 0.3).astype(np.float32)

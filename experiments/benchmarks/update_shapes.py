@@ -1,7 +1,8 @@
 """Benchmark: how fast the products of one attacker update can run on this CPU, next to its matmul peak.
 
 An update of the attacker network H (App. L.8 Table 2a at K = 800, |Q| = 5000: Linear(5000, 3400),
-Linear(3400, 2000), Linear(2000, 800) and the Linear(5000, 800) head) on a batch of B = 64 runs,
+Linear(3400, 2000), Linear(2000, 800) and the Linear(5000, 800) head) on a batch of B draws (the game's
+``GameConfig.batch_size``, 128; it was 64 before 2026-11-27) runs,
 per layer of in x out weights, three products: forward (B x in) @ (in x out), the weight gradient
 (out x B) @ (B x in) into a fresh tensor (as autograd makes it) and, inside the network, the input
 gradient (B x out) @ (out x in); then Adam reads and writes every parameter and its two moments.
@@ -13,7 +14,7 @@ between and after the products (the largest of the three).  The fraction a produ
 
 Usage::
 
-    OMP_NUM_THREADS=1 python experiments/benchmarks/update_shapes.py [--batch 64] [--threads 1] \\
+    OMP_NUM_THREADS=1 python experiments/benchmarks/update_shapes.py [--batch 128] [--threads 1] \\
         [--out experiments/results/benchmarks]
 """
 
@@ -26,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import matmul_peak_flops, write_report  # noqa: E402
+
+from bngp.game.config import GameConfig  # noqa: E402
 
 #: (in, out) of the attacker's layers at K = 800, |Q| = 5000 (App. L.8 Table 2a), then its head.
 LAYERS = ((5000, 3400), (3400, 2000), (2000, 800), (5000, 800))
@@ -49,8 +52,8 @@ def measure(batch: int, threads: int, repeats: int, size: int) -> dict:
 
     import bngp  # noqa: F401  (its allocator setting, as in every bngp run)
     from bngp.attacks.network import Attacker, AttackerSpec
-
-    torch.set_num_threads(threads)
+    from bngp.threads import set_threads
+    set_threads(threads)
     peak_before = matmul_peak_flops(size)
     products = []
     for index, (n_in, n_out) in enumerate(LAYERS):
@@ -135,7 +138,8 @@ def markdown(record: dict, command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=64, help="membership draws per update (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=GameConfig().batch_size,
+                        help="membership draws per update (default: %(default)s, the game's)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=10, help="calls per timing (default: %(default)s)")
     parser.add_argument("--size", type=int, default=2048, help="square matmul of the reference (default: %(default)s)")

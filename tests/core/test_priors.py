@@ -18,6 +18,17 @@ def test_uniform_subset_has_exactly_n_members_and_uniform_marginals():
     assert float((t.mean(0) - 0.4).abs().max()) < 5 * np.sqrt(0.24 / 4000)
 
 
+@pytest.mark.parametrize("k, n", [(800, 400), (200, 100), (1000, 10), (50, 49)])
+def test_uniform_subset_draws_the_sorted_top_k_set_of_its_keys(k, n):
+    """Reference: the n largest of the same uniform keys by a sorted top-k (the draws before the
+    unsorted one; torch picks the set by selection, by nth_element when n * 64 > k, else by a
+    partial sort, and only orders it when asked), so the memberships are the same draws."""
+    draws = UniformSubsetPrior(k, n).sample_torch(3000, torch.Generator().manual_seed(7))
+    keys = torch.rand((3000, k), generator=torch.Generator().manual_seed(7))
+    reference = torch.zeros((3000, k)).scatter_(1, torch.topk(keys, n, dim=1).indices, 1.0)
+    assert torch.equal(draws, reference)
+
+
 def test_bernoulli_prior_marginals():
     theta = np.linspace(0.1, 0.9, 9)
     prior = BernoulliPrior(theta)

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from bngp.timing import PhaseTimer, matmul_flops, peak_device_bytes, peak_rss_bytes
+from bngp.timing import PhaseTimer, matmul_flops, peak_device_bytes, peak_rss_bytes, phase
 
 
 def test_phases_accumulate_seconds_and_calls_in_first_use_order():
@@ -26,6 +26,31 @@ def test_phases_accumulate_seconds_and_calls_in_first_use_order():
     with resumed("a"):
         pass
     assert resumed.calls == {"b": 2, "a": 2} and resumed.seconds["b"] == totals["b"]["seconds"]
+
+
+def test_a_nested_phase_is_its_own_entry_and_its_time_is_not_counted_twice():
+    """Library code times a block through phase() only while a timer's phase runs; the outer
+    phase keeps its own time, so the totals still add up to the time covered."""
+    with phase("alone"):  # no timer running: nothing is recorded anywhere
+        time.sleep(0.01)
+    timer = PhaseTimer()
+    start = time.perf_counter()
+    with timer("refit: fit"):
+        time.sleep(0.02)
+        for _ in range(2):
+            with phase("tridiagonal reduction"):
+                time.sleep(0.03)
+    covered = time.perf_counter() - start
+    with timer("steps"):
+        pass
+    assert list(timer.calls) == ["refit: fit / tridiagonal reduction", "refit: fit", "steps"]
+    assert timer.calls["refit: fit / tridiagonal reduction"] == 2 and timer.calls["refit: fit"] == 1
+    assert timer.seconds["refit: fit / tridiagonal reduction"] >= 0.06
+    assert 0.02 <= timer.seconds["refit: fit"] < 0.06  # its own 0.02 s, not the reduction's 0.06 s
+    assert timer.seconds["refit: fit"] + timer.seconds["refit: fit / tridiagonal reduction"] == pytest.approx(covered, abs=1e-3)
+    with phase("after"):  # the timer's phases are closed: not running any more
+        pass
+    assert "after" not in timer.calls and not any(name.endswith("after") for name in timer.calls)
 
 
 def test_a_synchronising_timer_waits_before_and_after_each_phase_and_counts_the_wait():

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "benchmarks"))
 
-from game_phases import _refit_fit_flops, _size, main  # noqa: E402
+from game_phases import MATMUL_BOUND, _matmul_verdict, _refit_fit_flops, _size, main  # noqa: E402
 
 
 def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
@@ -26,6 +26,17 @@ def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
     R, Q = 4, 10
     wide = Q * R**2 + 4 * R**3 + 2 * R * R * K + 2 * V * Q * R + 2 * V * R * R + 2 * R * R * K + 2 * Q * R * K
     assert _refit_fit_flops(R, Q, K, V, P) == wide + P * 2 * V * R * K + 2 * R * Q * K
+
+
+def test_the_matmul_verdict_names_the_lowest_matmul_bound_phase():
+    """Met only when every matmul-bound phase reaches 0.5 of the run's matmul; the checkpoint and
+    the fresh-attacker check (no FLOPs counted) do not take part."""
+    phases = {name: {"fraction_of_matmul": 0.6} for name in MATMUL_BOUND}
+    phases["checkpoint"] = {"seconds": 1.0}
+    assert _matmul_verdict({"phases": phases}).endswith("lowest refit: releases 0.60: **met**.")
+    phases["defender step"] = {"fraction_of_matmul": 0.49}
+    assert _matmul_verdict({"phases": phases}).endswith("lowest defender step 0.49: **NOT met**.")
+    assert _matmul_verdict({"phases": {"checkpoint": {"seconds": 1.0}}}) == "Matmul-bound phases: none timed."
 
 
 def test_sizes_parse_with_an_optional_composition():
@@ -52,6 +63,7 @@ def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
         assert record["device"] == "cpu" and record["peak_device_memory_gib"] == 0.0
     markdown = (tmp_path / "game_phases.md").read_text()
     assert "composition of 3 (Table 5: 2 fixed Gaussian mechanisms" in markdown
+    assert markdown.count("Matmul-bound phases (target >= 0.5") == 2
     # --recount rebuilds the games and recomputes the FLOP columns from the saved seconds
     saved = {name: dict(phase) for name, phase in plain["phases"].items()}
     assert main(["--recount", str(tmp_path / "game_phases.json"), "--out", str(tmp_path / "recount")]) == 0

@@ -148,8 +148,9 @@ def test_attacker_patience_enters_a_cells_key_only_when_on(sweep_population, mon
 def test_a_bngp_cell_that_keeps_every_fresh_check_step_keeps_its_key(sweep_population):
     """``fresh_check_patience: null`` and ``selection_patience: null`` in the game table (all the
     fresh attacker's steps and all the game's, the only behaviour before the settings existed) give
-    a BNGP cell the key it had then, computed by the code of commit 2df070d; the default early
-    stopping gives another."""
+    a BNGP cell the key it had then, computed by the code of commit 2df070d, with that time's
+    batches of 64 (``batch_size: 64``; the default is 128 since 2026-11-27); the default early
+    stopping gives another, and so do batches of 128."""
     from bngp.sweep.cells import plan_cells
     from bngp.sweep.config import SweepConfig
     from bngp.sweep.runner import load_datasets
@@ -162,6 +163,8 @@ def test_a_bngp_cell_that_keeps_every_fresh_check_step_keeps_its_key(sweep_popul
         (cell,) = plan_cells(config, load_datasets(config))
         return cell.key
 
-    assert key(fresh_check_patience=None, selection_patience=None) == "0f89a54f18471487c2c9"
+    old = {"fresh_check_patience": None, "selection_patience": None, "batch_size": 64}
+    assert key(**old) == "0f89a54f18471487c2c9"
+    assert key(**{**old, "batch_size": 128}) != "0f89a54f18471487c2c9"  # the batch size is in the key
     assert key() != "0f89a54f18471487c2c9" and key() != key(fresh_check_patience=2)
-    assert key(fresh_check_patience=None) != "0f89a54f18471487c2c9"  # the game's early stopping is in the key
+    assert key(fresh_check_patience=None, batch_size=64) != "0f89a54f18471487c2c9"  # the game's early stopping is in the key
