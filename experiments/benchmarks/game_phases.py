@@ -14,7 +14,14 @@ Per phase it reports:
   smaller side, its tridiagonal form (4/3 r^3, more rows than columns) or eigendecomposition
   (~4 r^3), r = min(rows, columns), and the products around it), and the achieved throughput as a fraction of the matmul throughput of this
   machine measured in the same process (float32 for the networks, float64 for the ridge fits);
-- the process's peak resident memory (and on a GPU the peak memory torch allocated there).
+- the process's peak resident memory (and on a GPU the peak memory torch allocated there);
+- the refit's LAPACK decomposition (tridiagonal reduction, or eigendecomposition in the dual form),
+  timed as a phase nested in the fit (:mod:`bngp.timing`), against its own bound: half its FLOPs
+  are matrix-vector products reading the trailing matrix once per column (r^3 / 6 float64 reads),
+  at the matrix-vector bandwidth measured in the same process, the rest at the float64 matmul
+  (:func:`decomposition_bound`);
+- a verdict on the issue's ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
+  products (:data:`MATMUL_BOUND`).
 
 ``--device cuda`` trains on the GPU (:mod:`bngp.device`): the matmul references are then the
 GPU's (8192 x 8192 products, torch's float32 matmul precision), and every phase's clock waits for
