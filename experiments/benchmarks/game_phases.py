@@ -108,19 +108,23 @@ def _refit_fit_flops(rows: int, columns: int, outputs: int, validation: int, pat
     r = min(rows, columns); then the validation predictions along the path and the inversion
     head's features (each release through the K x |Q| inverse)."""
     r = min(rows, columns)
+    decomposed = _decomposition(rows, columns)[2]
     if rows > columns:
-        ridge = rows * columns**2 + 4.0 / 3.0 * r**3 + 2.0 * rows * columns * outputs \
-            + 2.0 * r**2 * (2 * outputs + validation)
+        ridge = rows * columns**2 + decomposed + 2.0 * rows * columns * outputs + 2.0 * r**2 * (2 * outputs + validation)
     else:
-        ridge = columns * rows**2 + 4.0 * r**3 + 2.0 * rows * r * outputs + 2.0 * validation * columns * rows \
+        ridge = columns * rows**2 + decomposed + 2.0 * rows * r * outputs + 2.0 * validation * columns * rows \
             + 2.0 * validation * rows * r + 2.0 * rows * r * outputs + 2.0 * columns * rows * outputs
     return ridge + path * 2.0 * validation * r * outputs + 2.0 * rows * columns * outputs
 
 
-def _decomposition(rows: int, columns: int) -> tuple[str, float]:
-    """The decomposition a refit's fit runs (the tridiagonal reduction of the columns' Gram matrix
-    with more rows than columns, else the eigendecomposition of the rows') and its order r."""
-    return ("tridiagonal reduction", float(columns)) if rows > columns else ("eigendecomposition", float(min(rows, columns)))
+def _decomposition(rows: int, columns: int) -> tuple[str, float, float]:
+    """The decomposition a refit's fit runs, its order r and its FLOPs: with more rows than columns
+    the tridiagonal reduction of the columns' Gram matrix (4/3 r^3), else the eigendecomposition of
+    the rows' (~4 r^3), r = min(rows, columns)."""
+    if rows > columns:
+        return "tridiagonal reduction", float(columns), 4.0 / 3.0 * columns**3
+    order = float(min(rows, columns))
+    return "eigendecomposition", order, 4.0 * order**3
 
 
 def decomposition_bound(name: str, order: float, peak64: float, bandwidth: float) -> float:
@@ -158,8 +162,7 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     statistic = 2.0 * game.population.n_individuals * game.population.n_attributes
     release = per_sample_defender + statistic
     validation = REFIT_VALIDATION_DRAWS
-    decomposition, order = _decomposition(refit_rows, game.attacker_spec.n_outputs)
-    decomposed = 4.0 / 3.0 * order**3 if decomposition == "tridiagonal reduction" else 4.0 * order**3
+    decomposition, _, decomposed = _decomposition(refit_rows, game.attacker_spec.n_outputs)
     return {
         "refit: releases": (refit_rows + validation) * release,
         # the fit's own products; its decomposition is a phase nested in it (bngp.timing, bngp.ridge)
