@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PhaseTimer", "phase", "matmul_flops", "matvec_bandwidth", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
+__all__ = ["PhaseTimer", "phase", "matmul_flops", "matvec_bandwidth", "draw_rates", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
 
 
 class PhaseTimer:
@@ -136,6 +136,28 @@ def matvec_bandwidth(size: int = 4096, repeats: int = 8, dtype: "torch.dtype | N
             matrix @ vector
         best = min(best, time.perf_counter() - start)
     return repeats * matrix.numel() * matrix.element_size() / best
+
+
+def draw_rates(size: int = 1 << 22, repeats: int = 4) -> tuple[float, float]:
+    """(standard normals, uniforms) drawn per second into float32 tensors of ``size`` entries from a
+    CPU ``torch.Generator`` (the toolkit's generators, :mod:`bngp.rng`), measured now with torch's
+    threads: best of three timings of ``repeats`` draws of each after one warm-up.  The reference of
+    work bound by drawing random numbers, as the releases' Gaussian noise (:mod:`bngp.release`)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    out = torch.empty(size)
+    rates = []
+    for draw in (lambda: out.normal_(generator=generator), lambda: out.uniform_(generator=generator)):
+        draw()
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(repeats):
+                draw()
+            best = min(best, time.perf_counter() - start)
+        rates.append(repeats * size / best)
+    return rates[0], rates[1]
 
 
 def peak_rss_bytes() -> int:

@@ -30,8 +30,13 @@ import torch
 from torch import nn
 
 from bngp.errors import InputError
+from bngp.release.mechanism import perturb
 
-__all__ = ["DefenderSpec", "Defender", "defender_widths", "composed_noise", "MAX_BOTTLENECK"]
+__all__ = ["DefenderSpec", "Defender", "defender_widths", "composed_noise", "composed_release", "MAX_BOTTLENECK"]
+
+#: elements of one row chunk of a release's elementwise work on the CPU (:func:`composed_release`): its
+#: float64 temporaries (1 MiB each) stay in a core's cache from one pass to the next.
+CHUNK_ELEMENTS = 1 << 17
 
 #: the widest last hidden layer of G by default: the paper's 500 (App. L.8 Table 1a, |Q| = 5000).
 MAX_BOTTLENECK = 500
@@ -136,12 +141,21 @@ class Defender(nn.Module):
         (full-rank noise only) is scaled per attribute by the learned sigma >= 0.  ``x_hat`` =
         f(D), the statistic being perturbed, is required with shrinkage.
         """
-        drawing = not torch.is_grad_enabled()  # no autograd: work in place on G's own temporaries
-        uniform = r[:, : self.spec.noise_dim]
-        z = self.net(torch.cat([b, uniform], dim=1))
+        return self._noise_from(self._output(b, r), r, x_hat)
+
+    def _output(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """sigmoid(net([b, u]) (+ S b)) - 0.5, G's network output (in place on its temporary without
+        autograd).  Always formed whole: the vectorised sigmoid is not the scalar one (last bit) on
+        a tensor's last elements, so by row chunks it would not give the same bits."""
+        z = self.net(torch.cat([b, r[:, : self.spec.noise_dim]], dim=1))
         if self.skip is not None:
             z = z + self.skip(b)
-        xi = z.sigmoid_().sub_(0.5) if drawing else torch.sigmoid(z) - 0.5
+        return z.sigmoid_().sub_(0.5) if not torch.is_grad_enabled() else torch.sigmoid(z) - 0.5
+
+    def _noise_from(self, xi: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor | None) -> torch.Tensor:
+        """xi from G's network output (:meth:`_output`) by exact elementwise arithmetic (the same bits
+        row by row or whole): see :meth:`forward`.  Without autograd it works in place on ``xi``."""
+        drawing = not torch.is_grad_enabled()
         if self.noise_scale is not None:
             noise = self.noise_scale * r[:, self.spec.noise_dim :]
             xi = xi.add_(noise) if drawing else xi + noise
@@ -153,9 +167,8 @@ class Defender(nn.Module):
         # in float64, so that alpha = 1 releases exactly t (see bngp.release.mechanism.perturb)
         if not drawing:
             return xi.double() + self.shrink_weight.double() * (self.shrink_target.double() - x_hat.double())
-        # the same value bit for bit on one float64 copy (three fewer at 10,500 x 5,000 per refit):
-        # t - x_hat = (-x_hat) + t exactly, and the sum commutes
-        shrunk = x_hat.to(torch.float64, copy=True).neg_().add_(self.shrink_target.double())
+        # the same value bit for bit on one float64 temporary (t - x_hat cast as it is read)
+        shrunk = torch.sub(self.shrink_target.double(), x_hat)
         return shrunk.mul_(self.shrink_weight.double()).add_(xi)
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
@@ -203,3 +216,60 @@ def composed_noise(
         return xi
     fixed = [(float(sigma) * torch.randn(xi.shape, generator=generator)).to(xi.device) for sigma in fixed_sigmas]
     return torch.cat(fixed + [xi], dim=1)
+
+
+def composed_release(
+    defender: Defender,
+    fixed_sigmas: tuple[float, ...],
+    statistic: torch.Tensor,
+    b: torch.Tensor,
+    r: torch.Tensor,
+    generator: torch.Generator,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The composed release x = clip([f(D), ..., f(D)] + xi, 0, 1) of :func:`composed_noise`'s xi, for
+    f(D) = ``statistic`` (B, |Q|), the one statistic every copy perturbs (arXiv:2410.07414, App. L.6):
+    bit for bit ``perturb(cat([statistic] * (m + 1)), composed_noise(...))`` (B, (m + 1)|Q|), with the
+    same draws from ``generator``, but formed block by block.
+
+    - The fixed Gaussian blocks never depend on G: they are formed without autograd, so a gradient
+      flows only through the learned block (not through m more |Q|-wide clips).
+    - No (m + 1)|Q|-wide copy of f(D) or float64 noise is formed.
+    - On the CPU, the elementwise work after G's output (the full-rank noise, the shrinkage, the sum
+      and the clip: about ten passes, most of them in float64) runs by chunks of rows of
+      :data:`CHUNK_ELEMENTS`, so each pass reads what the previous one left in the cache instead of
+      memory (without autograd; with it, the learned block is formed whole for the backward).
+
+    ``out``: without autograd, the (B, (m + 1)|Q|) tensor the release is written to (and returned)."""
+    rows, width = statistic.shape
+    copies = len(fixed_sigmas)
+    chunk = max(1, CHUNK_ELEMENTS // max(width, 1)) if statistic.device.type == "cpu" else max(rows, 1)
+    learned = defender._output(b, r)  # G's products first: composed_noise draws nothing before its fixed blocks
+    grad = torch.is_grad_enabled()
+    if out is None or grad:
+        out = torch.empty((rows, (copies + 1) * width), dtype=statistic.dtype, device=statistic.device)
+    with torch.no_grad():
+        for copy, sigma in enumerate(fixed_sigmas):
+            e = torch.randn((rows, width), generator=generator).to(statistic.device)
+            block = out[:, copy * width : (copy + 1) * width]
+            for start in range(0, rows, chunk):
+                stop = start + chunk
+                _perturb_rows(block[start:stop], statistic[start:stop], float(sigma) * e[start:stop])
+            del e
+    if grad:
+        release = perturb(statistic, defender._noise_from(learned, r, statistic))
+        return release if not copies else torch.cat([out[:, : copies * width], release], dim=1)
+    block = out[:, copies * width :]
+    for start in range(0, rows, chunk):
+        stop = start + chunk
+        _perturb_rows(block[start:stop], statistic[start:stop],
+                      defender._noise_from(learned[start:stop], r[start:stop], statistic[start:stop]))
+    return out
+
+
+def _perturb_rows(out: torch.Tensor, statistic: torch.Tensor, noise: torch.Tensor) -> None:
+    """out = clip(statistic + noise, 0, 1) summed in float64, the value of
+    :func:`bngp.release.mechanism.perturb` bit for bit (the sum commutes); a float64 ``noise`` (a
+    temporary of the caller's) is overwritten."""
+    total = noise.add_(statistic) if noise.dtype == torch.float64 else statistic.to(torch.float64, copy=True).add_(noise)
+    out.copy_(total.clamp_(0.0, 1.0))

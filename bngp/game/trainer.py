@@ -62,7 +62,7 @@ from bngp.attacks.per_individual_network import (
     PopulationBoundAttacker,
     prior_mean_frequencies,
 )
-from bngp.defenses.network import Defender, DefenderSpec, composed_noise
+from bngp.defenses.network import Defender, DefenderSpec, composed_release
 from bngp.run_dir import commit_run, open_run
 from bngp.ridge import (
     DEFAULT_VALIDATION_RELEASES,
@@ -257,8 +257,12 @@ class Game:
     def _mechanism_matrix(self) -> torch.Tensor:
         """The mechanism's (K, |Q|) float32 genotype tensor on the run's device (dense whenever the
         attacker is per-individual), which H(x, d_k) shares: one copy of the population in memory."""
-        part = self.mechanism.parts[0] if isinstance(self.mechanism, ComposedMechanism) else self.mechanism
-        return part.genotypes
+        return self._part.genotypes
+
+    @property
+    def _part(self):
+        """The mechanism f(D) that each copy of the release perturbs (the same object in every part)."""
+        return self.mechanism.parts[-1] if isinstance(self.mechanism, ComposedMechanism) else self.mechanism
 
     def _draw_individuals(self) -> torch.Tensor | None:
         """The individuals S scored in one update (``GameConfig.individual_batch``): None for all
@@ -318,18 +322,18 @@ class Game:
         lives (differentiable through the move), on the run's device."""
         return self.opponent(b.cpu(), x.cpu()).to(self.device)
 
-    def _noise(self, b: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """The full noise vector: fixed Gaussian blocks (if any), then G(b, r) for f(D) = ``x_hat``."""
-        return composed_noise(self.defender, self.config.fixed_gaussian_sigmas, b, r, x_hat, generator)
+    def _release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None,
+                 out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Releases x of memberships b (fixed Gaussian blocks, if any, then G's) and f(D), the one
+        statistic every copy perturbs (B, |Q|): :func:`bngp.defenses.network.composed_release`
+        (``out``: where x is written without autograd)."""
+        statistic = self._part.statistic(b)
+        return composed_release(self.defender, self.config.fixed_gaussian_sigmas, statistic, b, r,
+                                generator or self.generator, out), statistic
 
-    def _release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        x_hat = self.mechanism.statistic(b)
-        xi = self._noise(b, r, x_hat, generator or self.generator)
-        return self.mechanism.release(b, xi, x_hat), x_hat
-
-    def _utility(self, x: torch.Tensor, x_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(kappa-weighted, plain) utility losses over the learned mechanism's outputs."""
-        return objectives.utility_losses(x[:, self.learned_slice], x_hat[:, self.learned_slice], self.kappa)
+    def _utility(self, x: torch.Tensor, statistic: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(kappa-weighted, plain) utility losses over the learned mechanism's outputs x_L, of f(D) = ``statistic``."""
+        return objectives.utility_losses(x[:, self.learned_slice], statistic, self.kappa)
 
     def _leakage(self, logits: torch.Tensor, b: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
         """Leakage of logits (R, K) of memberships b, or of the columns S = ``individuals`` (logits
@@ -361,7 +365,7 @@ class Game:
             validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
             self.defender.eval()
             x = self._attacker_releases(b, r)
-            validation_x, validation_x_hat = self._release(validation_b, validation_r)
+            validation_x, validation_statistic = self._release(validation_b, validation_r)
             self.defender.train()
         with self.timer("refit: fit"):
             if per_individual:
@@ -377,17 +381,23 @@ class Game:
             self.opt_a.state.pop(parameter, None)
         if score_defender and self.selects_defender:
             with self.timer("selection"):
-                self._consider_defender(validation_x, validation_x_hat, validation_b)
+                self._consider_defender(validation_x, validation_statistic, validation_b)
 
     def _attacker_releases(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         """The releases of (b, r) as the in-game attacker reads them (:meth:`attacker_input`), drawn
-        by blocks of ``_REFIT_BLOCK`` rows.  Each block's float32 and float64 temporaries are reused
-        memory instead of fresh pages of the whole set (a paper-scale refit's 10,000 releases: 2.5-2.9 s
-        against 3.7-4.1 s on one core, the same releases bit for bit), and with pooled copies only the
-        pooled releases are held (a whole composed refit set is 5,368 x 25,000 at paper scale).  The
-        fixed Gaussian copies of an unpooled composed release are drawn block by block."""
-        return torch.cat([self.attacker_input(self._release(b[start:start + _REFIT_BLOCK], r[start:start + _REFIT_BLOCK])[0])
-                          for start in range(0, b.shape[0], _REFIT_BLOCK)])
+        by blocks of ``_REFIT_BLOCK`` rows into one tensor (each block written in place when the
+        attacker reads the release itself).  With pooled copies only the pooled releases are held
+        (a whole composed refit set is 5,368 x 25,000 at paper scale)."""
+        rows = b.shape[0]
+        width = 2 * self.population.n_attributes if self.fixed_weights is not None else self.mechanism.n_outputs
+        x = torch.empty((rows, width), device=self.device)
+        for start in range(0, rows, _REFIT_BLOCK):
+            stop = min(start + _REFIT_BLOCK, rows)
+            if self.fixed_weights is None:
+                self._release(b[start:stop], r[start:stop], out=x[start:stop])
+            else:
+                x[start:stop] = self.attacker_input(self._release(b[start:stop], r[start:stop])[0])
+        return x
 
     def _refit_population_attacker(
         self, x: torch.Tensor, b: torch.Tensor, validation_x: torch.Tensor, validation_b: torch.Tensor
@@ -405,7 +415,7 @@ class Game:
         return self.config.select_defender and bool(self.config.attacker_refit_every) and self.opponent is None
 
     @torch.no_grad()
-    def _consider_defender(self, x: torch.Tensor, x_hat: torch.Tensor, b: torch.Tensor) -> None:
+    def _consider_defender(self, x: torch.Tensor, statistic: torch.Tensor, b: torch.Tensor) -> None:
         """Score the current defender against the just-refitted attacker head on held-out draws
         by the defender's objective; keep its state if it is the best so far.
 
@@ -414,7 +424,7 @@ class Game:
         self.attacker.eval()
         logits = self._attack(x)
         self.attacker.train()
-        weighted, plain = self._utility(x, x_hat)
+        weighted, plain = self._utility(x, statistic)
         leakage = self._leakage(logits, b)
         score = objectives.selection_score(self.config, float(leakage), float(weighted), float(plain))
         if self.dp_bounds is not None:
@@ -448,7 +458,7 @@ class Game:
     def _defender_step(self, attacker_loss: torch.Tensor) -> dict[str, float]:
         """One defender update against the current attacker; returns the losses."""
         b, r = self._draw(self.config.batch_size)
-        x, x_hat = self._release(b, r)
+        x, statistic = self._release(b, r)
         individuals = self._draw_individuals()
         # H held fixed: the backward computes the gradients through H for the defender only,
         # not H's own (which the next attacker update would discard)
@@ -458,7 +468,7 @@ class Game:
                 leakage = self._leakage(logits, b, individuals)
             else:
                 leakage = self._opponent_loss(b, x)
-            weighted, plain = self._utility(x, x_hat)
+            weighted, plain = self._utility(x, statistic)
             defender_loss = objectives.defender_loss(self.config, self.multiplier, leakage, weighted, plain)
             violation = torch.zeros(())
             if self.dp_bounds is not None:
@@ -488,11 +498,11 @@ class Game:
         """The current attacker on the fixed held-out batch: AUC, cross-entropy, collapse flag."""
         self.defender.eval()
         self.attacker.eval()
-        x, x_hat = self._release(self._eval_b, self._eval_r, torch_generator(self.seeds["evaluation-noise"]))
+        x, statistic = self._release(self._eval_b, self._eval_r, torch_generator(self.seeds["evaluation-noise"]))
         logits = self._attack(x)
         probabilities = torch.sigmoid(logits)
         cross_entropy = float(F.binary_cross_entropy_with_logits(logits, self._eval_b))
-        _, plain = self._utility(x, x_hat)
+        _, plain = self._utility(x, statistic)
         spread = float(probabilities.std(dim=0).mean())
         at_prior = spread < 1e-3 and abs(self.prior_entropy - cross_entropy) < 1e-3
         self.defender.train()

@@ -6,7 +6,7 @@ from bngp.release.mechanism import perturb
 
 from bngp.errors import InputError
 from bngp.attacks.network import Attacker, AttackerSpec, attacker_widths, ridge_inversion
-from bngp.defenses.network import Defender, DefenderSpec, defender_widths
+from bngp.defenses.network import CHUNK_ELEMENTS, Defender, DefenderSpec, composed_noise, composed_release, defender_widths
 
 
 def test_paper_widths_at_paper_scale():
@@ -140,3 +140,42 @@ def test_defender_without_autograd_draws_the_same_noise_bit_for_bit(skip, shrink
     with torch.no_grad():
         assert torch.equal(perturb(x_hat, drawn), released.detach())
     assert torch.equal(x_hat, kept)
+
+
+@pytest.mark.parametrize("sigmas", [(), (0.05,), (0.3, 0.05, 0.3)])
+@pytest.mark.parametrize("shrink,full_rank", [(False, False), (True, True)])
+def test_composed_release_is_the_generic_release_bit_for_bit(sigmas, shrink, full_rank):
+    """Known answer: composed_release (fixed blocks without autograd, the CPU's elementwise work by
+    row chunks) against the release as every other caller forms it, perturb of m + 1 copies of
+    f(D) by composed_noise, on the same draws: the same bits, the same draws left on the generator,
+    and the same gradient through G (which the fixed blocks do not carry)."""
+    torch.manual_seed(5)
+    width = 2 * CHUNK_ELEMENTS // 7 + 3  # 7 rows a chunk and a ragged last chunk
+    g = Defender(DefenderSpec(12, width, noise_dim=4, shrink=shrink, full_rank_noise=full_rank))
+    with torch.no_grad():  # PyTorch's initialisation: G's sigmoid is not saturated (its last bit matters)
+        if shrink:
+            g.shrink_weight.uniform_(0.0, 1.0)
+            g.set_shrink_target(np.linspace(0.1, 0.9, width))
+        if full_rank:
+            g.noise_scale.uniform_(0.0, 0.2)
+    b = (torch.rand(20, 12, generator=torch.Generator().manual_seed(1)) < 0.5).float()
+    r = g.sample_r(20, torch.Generator().manual_seed(2))
+    statistic = torch.rand(20, width, generator=torch.Generator().manual_seed(4))
+    copies = torch.cat([statistic] * (len(sigmas) + 1), dim=1)
+    for mode in (torch.no_grad, torch.enable_grad):
+        generic_rng, composed_rng = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+        g.zero_grad()
+        with mode():
+            generic = perturb(copies, composed_noise(g, sigmas, b, r, copies, generic_rng))
+        with mode():
+            composed = composed_release(g, sigmas, statistic, b, r, composed_rng)
+        assert composed.shape == (20, (len(sigmas) + 1) * width)
+        assert torch.equal(composed.detach(), generic.detach())
+        assert torch.equal(composed_rng.get_state(), generic_rng.get_state())
+        if mode is torch.enable_grad:
+            weights = torch.linspace(-1.0, 1.0, composed.shape[1])
+            (generic * weights).sum().backward()
+            expected = [parameter.grad.clone() for parameter in g.parameters()]
+            g.zero_grad()
+            (composed * weights).sum().backward()
+            assert all(torch.equal(parameter.grad, grad) for parameter, grad in zip(g.parameters(), expected))

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "benchmarks"))
 
-from game_phases import MATMUL_BOUND, _matmul_verdict, _refit_fit_flops, _size, main  # noqa: E402
+from game_phases import MATMUL_BOUND, _add_flops, _game, _matmul_verdict, _refit_fit_flops, _size, main, phase_draws  # noqa: E402
 
 
 def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
@@ -37,6 +37,34 @@ def test_the_matmul_verdict_names_the_lowest_matmul_bound_phase():
     phases["defender step"] = {"fraction_of_matmul": 0.49}
     assert _matmul_verdict({"phases": phases}).endswith("lowest defender step 0.49: **NOT met**.")
     assert _matmul_verdict({"phases": {"checkpoint": {"seconds": 1.0}}}) == "Matmul-bound phases: none timed."
+
+
+def test_draws_are_counted_from_the_settings():
+    """By hand, K = 30, |Q| = 60, q = 30, m = 2 fixed Gaussian blocks, full-rank noise, batches of
+    128, 2 attacker updates, 256 held-out draws, 500 + 500 refit releases: a release draws
+    2 * 60 + 60 = 180 normals and 30 + 30 = 60 uniforms; the held-out batch only its fixed blocks."""
+    draws = phase_draws(_game(30, 60, 3, 0, 2, 0, None), 500)
+    assert draws == {"refit: releases": (180_000, 60_000), "attacker steps": (46_080, 15_360),
+                     "defender step": (23_040, 7_680), "held-out evaluation": (30_720, 0.0)}
+
+
+def test_a_phase_bound_by_its_draws_is_judged_against_its_own_bound():
+    """Bound = products at the matmul + normals / their rate + uniforms / theirs.  Releases: 1 s
+    + 2 s + 0.05 s = 3.05 s, its products a third of it (draw-bound), run in 4 s: 0.7625 of it;
+    attacker steps: 0.6 s + 0.0667 s + 0.005 s, products 0.89 of it (matmul-bound), 0.6 of the matmul."""
+    phases = {"refit: releases": {"seconds_per_call": 4.0}, "attacker steps": {"seconds_per_call": 1.0}}
+    _add_flops(phases, {"refit: releases": 100e9, "attacker steps": 60e9}, 100e9, 50e9, None, 0.0,
+               {"refit: releases": (300e6, 10e6), "attacker steps": (10e6, 1e6)}, (150e6, 200e6))
+    releases, attacker = phases["refit: releases"], phases["attacker steps"]
+    assert releases["bound_seconds"] == pytest.approx(3.05) and releases["fraction_of_bound"] == pytest.approx(0.7625)
+    assert releases["products_share_of_bound"] == pytest.approx(1 / 3.05)
+    assert attacker["products_share_of_bound"] == pytest.approx(0.6 / (0.6 + 1 / 15 + 0.005))
+    verdict = _matmul_verdict({"phases": phases, "normals_per_second": 150e6, "uniforms_per_second": 200e6})
+    assert "attacker steps 0.60; lowest attacker steps 0.60: **met**." in verdict
+    assert "refit: releases is bound by its random draws" in verdict and "**0.76 of that bound** (0.25 of the matmul): met." in verdict
+    releases["fraction_of_bound"] = 0.45
+    assert _matmul_verdict({"phases": phases, "normals_per_second": 150e6, "uniforms_per_second": 200e6}).endswith(
+        "(0.25 of the matmul): **NOT met**.")
 
 
 def test_sizes_parse_with_an_optional_composition():
