@@ -249,13 +249,14 @@ def composed_release(
     if out is None or grad:
         out = torch.empty((rows, (copies + 1) * width), dtype=statistic.dtype, device=statistic.device)
     with torch.no_grad():
+        normals = torch.empty((rows, width)) if fixed_sigmas else None  # one buffer for the m draws (= torch.randn's)
         for copy, sigma in enumerate(fixed_sigmas):
-            e = torch.randn((rows, width), generator=generator).to(statistic.device)
+            e = normals.normal_(generator=generator).to(statistic.device)
             block = out[:, copy * width : (copy + 1) * width]
             for start in range(0, rows, chunk):
                 stop = start + chunk
                 _perturb_rows(block[start:stop], statistic[start:stop], float(sigma) * e[start:stop])
-            del e
+        del normals
     if grad:
         release = perturb(statistic, defender._noise_from(learned, r, statistic))
         return release if not copies else torch.cat([out[:, : copies * width], release], dim=1)

@@ -20,8 +20,13 @@ Per phase it reports:
   are matrix-vector products reading the trailing matrix once per column (r^3 / 6 float64 reads),
   at the matrix-vector bandwidth measured in the same process, the rest at the float64 matmul
   (:func:`decomposition_bound`);
+- for the phases that draw random numbers (releases: memberships, G's randomness, the full-rank and
+  the fixed Gaussian noise; :func:`phase_draws`), their bound: their products at the matmul plus
+  their draws at the rate of the CPU generator measured in the same process
+  (:func:`bngp.timing.draw_rates`), and the share of it their products take;
 - a verdict on the issue's ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
-  products (:data:`MATMUL_BOUND`).
+  products (:data:`MATMUL_BOUND`); a phase whose draws take more than half its bound (a composed
+  release's m |Q| normals a draw) is judged against that bound instead, like the decompositions.
 
 ``--device cuda`` trains on the GPU (:mod:`bngp.device`): the matmul references are then the
 GPU's (8192 x 8192 products, torch's float32 matmul precision), and every phase's clock waits for

@@ -511,3 +511,28 @@ def test_fresh_check_trains_its_attacker_with_the_configured_patience(small_popu
     else:  # stopped one validation after its last improvement
         best = check["training_curve"]["best_step"]
         assert curve_steps[-1] == min(300, best + 100)
+
+
+@pytest.mark.parametrize("sigmas,pool", [((), True), ((0.2, 0.1), True), ((0.2, 0.1), False)])
+def test_refit_releases_are_drawn_by_blocks_into_one_tensor(small_population, monkeypatch, sigmas, pool):
+    """Slow reference: the refit's releases (written block by block in place, or pooled per block)
+    equal the concatenation of what the attacker reads of each block's releases drawn one after the
+    other from the same generator state, bit for bit, with a ragged last block."""
+    import bngp.game.trainer as trainer
+
+    monkeypatch.setattr(trainer, "_REFIT_BLOCK", 7)
+    game = _game(small_population, fixed_gaussian_sigmas=sigmas, pool_copies=pool,
+                 **({"dp_epsilon": 1.0} if sigmas else {}))
+    with torch.no_grad():  # a defender that is not the data-independent start
+        game.defender.shrink_weight.uniform_(0.0, 1.0, generator=torch.Generator().manual_seed(0))
+        game.defender.noise_scale.uniform_(0.0, 0.2, generator=torch.Generator().manual_seed(1))
+        game.defender.net[-1].weight.normal_(0.0, 0.1, generator=torch.Generator().manual_seed(2))
+    b, r = game._draw(30)
+    state = game.generator.get_state()
+    with torch.no_grad():
+        drawn = game._attacker_releases(b, r)
+        game.generator.set_state(state)
+        expected = torch.cat([game.attacker_input(game._release(b[s:s + 7], r[s:s + 7])[0]) for s in range(0, 30, 7)])
+    width = 2 * small_population.n_attributes if sigmas and pool else (len(sigmas) + 1) * small_population.n_attributes
+    assert drawn.shape == (30, width)
+    assert torch.equal(drawn, expected)

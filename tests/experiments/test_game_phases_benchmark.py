@@ -89,6 +89,10 @@ def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
         assert record["phases"]["attacker steps"]["default_calls"] == 1500
         assert record["phases"]["refit: fit"]["gflop_per_call"] > 0 and record["matmul_gflops_float32"] > 0
         assert record["device"] == "cpu" and record["peak_device_memory_gib"] == 0.0
+        assert record["normals_per_second"] > 1e6 and record["phases"]["refit: releases"]["bound_seconds"] > 0
+    # a composed release draws three times the normals for the same products: its draws weigh more
+    assert (composed["phases"]["refit: releases"]["products_share_of_bound"]
+            < plain["phases"]["refit: releases"]["products_share_of_bound"])
     markdown = (tmp_path / "game_phases.md").read_text()
     assert "composition of 3 (Table 5: 2 fixed Gaussian mechanisms" in markdown
     assert markdown.count("Matmul-bound phases (target >= 0.5") == 2
