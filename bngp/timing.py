@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PhaseTimer", "phase", "matmul_flops", "matvec_bandwidth", "draw_rates", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
+__all__ = ["PhaseTimer", "phase", "best_seconds", "matmul_flops", "matvec_bandwidth", "draw_rates", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
 
 
 class PhaseTimer:
@@ -90,6 +90,24 @@ def phase(name: str) -> Iterator[None]:
         yield
 
 
+def best_seconds(run: Callable[[], object], repeats: int, warmups: int = 1,
+                 sync: Callable[[], object] | None = None) -> float:
+    """Seconds of ``repeats`` calls of ``run``: the best of three timings, after ``warmups`` calls;
+    ``sync`` (e.g. ``torch.cuda.synchronize``) is called before each clock is read."""
+    sync = sync or (lambda: None)
+    for _ in range(warmups):
+        run()
+    sync()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            run()
+        sync()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def matmul_flops(size: int = 2048, repeats: int = 8, dtype: "torch.dtype | None" = None,
                  device: "torch.device | str" = "cpu") -> float:
     """Matmul throughput (FLOP/s) of ``device``, measured now (on the CPU with torch's threads):
@@ -101,20 +119,10 @@ def matmul_flops(size: int = 2048, repeats: int = 8, dtype: "torch.dtype | None"
 
     dtype = torch.float32 if dtype is None else dtype
     device = torch.device(device)
-    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
     a = torch.randn(size, size, dtype=dtype, device=device)
     b = torch.randn(size, size, dtype=dtype, device=device)
-    for _ in range(2):
-        a @ b
-    sync()
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            a @ b
-        sync()
-        best = min(best, time.perf_counter() - start)
-    return 2.0 * size**3 * repeats / best
+    return 2.0 * size**3 * repeats / best_seconds(lambda: a @ b, repeats, warmups=2, sync=sync)
 
 
 def matvec_bandwidth(size: int = 4096, repeats: int = 8, dtype: "torch.dtype | None" = None) -> float:
@@ -128,14 +136,7 @@ def matvec_bandwidth(size: int = 4096, repeats: int = 8, dtype: "torch.dtype | N
     dtype = torch.float64 if dtype is None else dtype
     matrix = torch.rand(size, size, dtype=dtype)
     vector = torch.rand(size, dtype=dtype)
-    matrix @ vector
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            matrix @ vector
-        best = min(best, time.perf_counter() - start)
-    return repeats * matrix.numel() * matrix.element_size() / best
+    return repeats * matrix.numel() * matrix.element_size() / best_seconds(lambda: matrix @ vector, repeats)
 
 
 def draw_rates(size: int = 1 << 22, repeats: int = 4) -> tuple[float, float]:
@@ -147,17 +148,9 @@ def draw_rates(size: int = 1 << 22, repeats: int = 4) -> tuple[float, float]:
 
     generator = torch.Generator().manual_seed(0)
     out = torch.empty(size)
-    rates = []
-    for draw in (lambda: out.normal_(generator=generator), lambda: out.uniform_(generator=generator)):
-        draw()
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            for _ in range(repeats):
-                draw()
-            best = min(best, time.perf_counter() - start)
-        rates.append(repeats * size / best)
-    return rates[0], rates[1]
+    normals = best_seconds(lambda: out.normal_(generator=generator), repeats)
+    uniforms = best_seconds(lambda: out.uniform_(generator=generator), repeats)
+    return repeats * size / normals, repeats * size / uniforms
 
 
 def peak_rss_bytes() -> int:

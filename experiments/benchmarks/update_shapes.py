@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import matmul_peak_flops, write_report  # noqa: E402
 
 from bngp.game.config import GameConfig  # noqa: E402
+from bngp.timing import best_seconds  # noqa: E402
 
 #: (in, out) of the attacker's layers at K = 800, |Q| = 5000 (App. L.8 Table 2a), then its head.
 LAYERS = ((5000, 3400), (3400, 2000), (2000, 800), (5000, 800))
@@ -36,14 +36,7 @@ LAYERS = ((5000, 3400), (3400, 2000), (2000, 800), (5000, 800))
 
 def _best(run, repeats: int) -> float:
     """Seconds of one call of ``run``: the best of three timings of ``repeats`` calls, after one."""
-    run()
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            run()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best
+    return best_seconds(run, repeats) / repeats
 
 
 def measure(batch: int, threads: int, repeats: int, size: int) -> dict:

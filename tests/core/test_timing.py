@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from bngp.timing import PhaseTimer, matmul_flops, peak_device_bytes, peak_rss_bytes, phase
+from bngp.timing import PhaseTimer, best_seconds, draw_rates, matmul_flops, peak_device_bytes, peak_rss_bytes, phase
 
 
 def test_phases_accumulate_seconds_and_calls_in_first_use_order():
@@ -80,6 +80,21 @@ def test_matmul_reference_and_memory_readings():
     assert matmul_flops(256, 2, torch.float64, device="cpu") > 1e8
     assert peak_rss_bytes() > 50 * 2**20  # torch alone is resident
     assert peak_device_bytes("cpu") == 0
+
+
+def test_best_seconds_times_repeats_after_warmups_and_syncs_before_each_clock():
+    """1 warm-up + 3 timings x 2 calls = 7 calls, one sync after the warm-up and after each timing;
+    each call sleeps 5 ms, so the best timing of 2 calls is at least 10 ms."""
+    calls, syncs = [], []
+    seconds = best_seconds(lambda: (calls.append(1), time.sleep(0.005)), 2, sync=lambda: syncs.append(1))
+    assert len(calls) == 7 and len(syncs) == 4
+    assert 0.010 <= seconds < 1.0
+
+
+def test_draw_rates_measure_the_cpu_generator():
+    torch.set_num_threads(1)
+    normals, uniforms = draw_rates(1 << 16, 2)
+    assert 1e6 < normals < 1e11 and 1e6 < uniforms < 1e11  # 2^17 draws timed; any real CPU lies in this range
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
