@@ -246,8 +246,8 @@ def composed_release(
     chunk = max(1, CHUNK_ELEMENTS // max(width, 1)) if statistic.device.type == "cpu" else max(rows, 1)
     learned = defender._output(b, r)  # G's products first: composed_noise draws nothing before its fixed blocks
     grad = torch.is_grad_enabled()
-    if out is None or grad:
-        out = torch.empty((rows, (copies + 1) * width), dtype=statistic.dtype, device=statistic.device)
+    if out is None or grad:  # with autograd only the fixed blocks are written here
+        out = torch.empty((rows, (copies + (0 if grad else 1)) * width), dtype=statistic.dtype, device=statistic.device)
     with torch.no_grad():
         normals = torch.empty((rows, width)) if fixed_sigmas else None  # one buffer for the m draws (= torch.randn's)
         for copy, sigma in enumerate(fixed_sigmas):
@@ -259,7 +259,7 @@ def composed_release(
         del normals
     if grad:
         release = perturb(statistic, defender._noise_from(learned, r, statistic))
-        return release if not copies else torch.cat([out[:, : copies * width], release], dim=1)
+        return release if not copies else torch.cat([out, release], dim=1)
     block = out[:, copies * width :]
     for start in range(0, rows, chunk):
         stop = start + chunk

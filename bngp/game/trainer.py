@@ -51,7 +51,7 @@ from bngp.data.priors import MembershipPrior
 from bngp.device import DeviceName, resolve_device, to_cpu
 from bngp.errors import InputError, TrainingError
 from bngp.io_utils import atomic_write, load_torch_payload, write_json
-from bngp.release.mechanism import ComposedMechanism, allele_frequencies
+from bngp.release.mechanism import ComposedMechanism, Mechanism, allele_frequencies
 from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
 from bngp.attacks.network import Attacker, AttackerSpec
@@ -260,7 +260,7 @@ class Game:
         return self._part.genotypes
 
     @property
-    def _part(self):
+    def _part(self) -> Mechanism:
         """The mechanism f(D) that each copy of the release perturbs (the same object in every part)."""
         return self.mechanism.parts[-1] if isinstance(self.mechanism, ComposedMechanism) else self.mechanism
 
