@@ -87,6 +87,11 @@ PHASES = ("refit: releases", "refit: fit", "selection", "attacker steps", "defen
 DECOMPOSITIONS = ("tridiagonal reduction", "eigendecomposition")
 
 
+def _is_decomposition(name: str) -> bool:
+    """Whether the phase ``name`` ("outer / inner") is a decomposition timed inside its fit."""
+    return name.split(" / ")[-1] in DECOMPOSITIONS
+
+
 def default_calls(config) -> dict[str, float]:
     """Calls of each phase in a run of ``config`` (its own steps and schedule)."""
     refits = config.steps / config.attacker_refit_every + 2  # the schedule, the final scoring, a restore
@@ -188,9 +193,9 @@ def phase_draws(game, refit_rows: int) -> dict[str, tuple[float, float]]:
     its |Q| full-rank normals, and m |Q| normals for the m fixed Gaussian blocks of a composed
     release; the held-out evaluation's memberships and G's randomness are drawn once, its fixed
     blocks again each time."""
-    config, spec = game.config, game.defender.spec
     from bngp.game.config import REFIT_VALIDATION_DRAWS
 
+    config, spec = game.config, game.defender.spec
     fixed = len(config.fixed_gaussian_sigmas) * spec.n_outputs
     normals = fixed + (spec.n_outputs if spec.full_rank_noise else 0)
     uniforms = game.population.n_individuals + spec.noise_dim
@@ -250,9 +255,8 @@ def _add_flops(phases: dict, flops: dict[str, float], peak32: float, peak64: flo
             gflops = flops[name] / phase["seconds_per_call"] / 1e9
             peak = peak64 if name.startswith("refit: fit") else peak32
             phase.update(gflop_per_call=flops[name] / 1e9, gflops=gflops, fraction_of_matmul=gflops * 1e9 / peak)
-            decomposition = name.split(" / ")[-1]
-            if decomposition in DECOMPOSITIONS and bandwidth:
-                bound = decomposition_bound(decomposition, order, peak64, bandwidth)
+            if _is_decomposition(name) and bandwidth:
+                bound = decomposition_bound(name.split(" / ")[-1], order, peak64, bandwidth)
                 phase.update(bound_seconds=bound, fraction_of_bound=bound / phase["seconds_per_call"])
             if draws and rates and name in draws and any(draws[name]):
                 normals, uniforms = draws[name]
@@ -412,7 +416,7 @@ def _decomposition_lines(record: dict) -> list[str]:
     bandwidth = record.get("matvec_gbytes_per_second")
     lines = []
     for name, phase in record["phases"].items():
-        if "fraction_of_bound" in phase and name.split(" / ")[-1] in DECOMPOSITIONS:
+        if "fraction_of_bound" in phase and _is_decomposition(name):
             lines.append(
                 f"{name}: {phase['seconds_per_call']:.2f} s a call against a bound of {phase['bound_seconds']:.2f} s, "
                 f"**{phase['fraction_of_bound']:.2f} of its bound** (half its FLOPs are matrix-vector products reading "
@@ -461,7 +465,7 @@ def markdown(report: dict) -> str:
         ]
         total = record["projected_default_seconds"]
         for name, phase in record["phases"].items():
-            if name.split(" / ")[-1] in DECOMPOSITIONS and "fraction_of_bound" in phase:
+            if _is_decomposition(name) and "fraction_of_bound" in phase:
                 of_peak = f"{phase['fraction_of_bound']:.2f} of its bound"
             else:
                 of_peak = f"{phase.get('fraction_of_matmul', 0):.2f}" + (
