@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from bngp.errors import InputError
+from bngp.release.mechanism import pool_copies
 from bngp.ridge import LinearFit
 
 __all__ = ["CopyPooling", "POOLING_RELEASES", "pooled_sampler"]
@@ -92,11 +93,10 @@ class CopyPooling:
         return cls(tuple(float(w) for w in weights), int(width), int(rows))
 
     def pool(self, releases: torch.Tensor) -> torch.Tensor:
-        """z = sum_b w_b x_b, shape (R, |Q|), in the releases' dtype."""
+        """z = sum_b w_b x_b, shape (R, |Q|), in the releases' dtype (:func:`bngp.release.mechanism.pool_copies`)."""
         if releases.shape[-1] != self.copies * self.width:
             raise InputError(f"releases must have {self.copies * self.width} outputs, got {releases.shape[-1]}.")
-        weights = torch.tensor(self.weights, dtype=releases.dtype, device=releases.device)
-        return torch.einsum("rbj,b->rj", releases.reshape(-1, self.copies, self.width), weights)
+        return pool_copies(releases, self.weights)
 
     def expand(self, fit: LinearFit) -> LinearFit:
         """The fit on pooled releases as a fit on the whole release: b_hat = mu + (x - m) W_full with

@@ -226,6 +226,7 @@ def composed_release(
     r: torch.Tensor,
     generator: torch.Generator,
     out: torch.Tensor | None = None,
+    pool: tuple[float, ...] | None = None,
 ) -> torch.Tensor:
     """The composed release x = clip([f(D), ..., f(D)] + xi, 0, 1) of :func:`composed_noise`'s xi, for
     f(D) = ``statistic`` (B, |Q|), the one statistic every copy perturbs (arXiv:2410.07414, App. L.6):
@@ -233,34 +234,52 @@ def composed_release(
     same draws from ``generator``, but formed block by block.
 
     - The fixed Gaussian blocks never depend on G: they are formed without autograd, so a gradient
-      flows only through the learned block (not through m more |Q|-wide clips).
+      flows only through the learned block (not through m more |Q|-wide clips).  They are summed
+      in float32 (as is a learned block without shrinkage) with :func:`bngp.release.mechanism.perturb`'s
+      bits: the float64 sum of two float32 numbers rounded to float32 is their exact sum rounded
+      once (double rounding is innocuous when 53 >= 2 x 24 + 2: Figueroa, SIGNUM Newsl. 30(3),
+      1995), and the clip to [0, 1] commutes with that monotone rounding.
     - No (m + 1)|Q|-wide copy of f(D) or float64 noise is formed.
-    - On the CPU, the elementwise work after G's output (the full-rank noise, the shrinkage, the sum
-      and the clip: about ten passes, most of them in float64) runs by chunks of rows of
-      :data:`CHUNK_ELEMENTS`, so each pass reads what the previous one left in the cache instead of
-      memory (without autograd; with it, the learned block is formed whole for the backward).
+    - On the CPU, the elementwise work (the fixed blocks' sums and clips; after G's output the
+      full-rank noise, the shrinkage, the sum and the clip, about ten passes, most in float64) runs
+      by chunks of rows of :data:`CHUNK_ELEMENTS`, so each pass reads what the previous one left in
+      the cache instead of memory (without autograd; with it, the learned block is formed whole for
+      the backward).
 
-    ``out``: without autograd, the (B, (m + 1)|Q|) tensor the release is written to (and returned)."""
+    ``pool``: the weights w of the m fixed copies: the release is then [z, x_L] (B, 2|Q|), z = sum_b
+    w_b x_b the fixed copies pooled, bit for bit :func:`bngp.release.mechanism.pool_copies` of
+    them, each copy pooled as it is drawn (chunk by chunk), so the m fixed blocks are never held.
+    ``out``: without autograd, the tensor the release is written to (and returned)."""
     rows, width = statistic.shape
     copies = len(fixed_sigmas)
+    if pool is not None and len(pool) != copies:
+        raise InputError(f"pooling needs one weight per fixed copy ({copies}), got {len(pool)}.")
+    fixed_width = width if pool is not None and copies else copies * width
     chunk = max(1, CHUNK_ELEMENTS // max(width, 1)) if statistic.device.type == "cpu" else max(rows, 1)
     learned = defender._output(b, r)  # G's products first: composed_noise draws nothing before its fixed blocks
     grad = torch.is_grad_enabled()
     if out is None or grad:  # with autograd only the fixed blocks are written here
-        out = torch.empty((rows, (copies + (0 if grad else 1)) * width), dtype=statistic.dtype, device=statistic.device)
+        out = torch.empty((rows, fixed_width + (0 if grad else width)), dtype=statistic.dtype, device=statistic.device)
     with torch.no_grad():
         normals = torch.empty((rows, width)) if fixed_sigmas else None  # one buffer for the m draws (= torch.randn's)
+        scratch = torch.empty((min(chunk, rows), width), dtype=statistic.dtype, device=statistic.device) if pool else None
         for copy, sigma in enumerate(fixed_sigmas):
             e = normals.normal_(generator=generator).to(statistic.device)
-            block = out[:, copy * width : (copy + 1) * width]
+            block = out[:, 0:width] if pool is not None else out[:, copy * width : (copy + 1) * width]
             for start in range(0, rows, chunk):
-                stop = start + chunk
-                _perturb_rows(block[start:stop], statistic[start:stop], float(sigma) * e[start:stop])
-        del normals
+                stop = min(start + chunk, rows)
+                if pool is None:
+                    _perturb_rows(block[start:stop], statistic[start:stop], e[start:stop].mul_(float(sigma)))
+                elif copy == 0:  # z = w_0 x_0, then z += w_b x_b (pool_copies' arithmetic)
+                    _perturb_rows(block[start:stop], statistic[start:stop], e[start:stop].mul_(float(sigma))).mul_(float(pool[0]))
+                else:
+                    values = _perturb_rows(scratch[: stop - start], statistic[start:stop], e[start:stop].mul_(float(sigma)))
+                    block[start:stop].add_(values.mul_(float(pool[copy])))
+        del normals, scratch
     if grad:
         release = perturb(statistic, defender._noise_from(learned, r, statistic))
         return release if not copies else torch.cat([out, release], dim=1)
-    block = out[:, copies * width :]
+    block = out[:, fixed_width:]
     for start in range(0, rows, chunk):
         stop = start + chunk
         _perturb_rows(block[start:stop], statistic[start:stop],
@@ -268,9 +287,11 @@ def composed_release(
     return out
 
 
-def _perturb_rows(out: torch.Tensor, statistic: torch.Tensor, noise: torch.Tensor) -> None:
-    """out = clip(statistic + noise, 0, 1) summed in float64, the value of
-    :func:`bngp.release.mechanism.perturb` bit for bit (the sum commutes); a float64 ``noise`` (a
-    temporary of the caller's) is overwritten."""
-    total = noise.add_(statistic) if noise.dtype == torch.float64 else statistic.to(torch.float64, copy=True).add_(noise)
-    out.copy_(total.clamp_(0.0, 1.0))
+def _perturb_rows(out: torch.Tensor, statistic: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """out = clip(statistic + noise, 0, 1), the value of :func:`bngp.release.mechanism.perturb` bit for
+    bit: a float64 ``noise`` (a temporary of the caller's, overwritten) is summed in float64, a
+    float32 one in the statistic's dtype (the same bits for a float32 statistic:
+    :func:`composed_release`).  Returns ``out``."""
+    if noise.dtype == torch.float64:
+        return out.copy_(noise.add_(statistic).clamp_(0.0, 1.0))
+    return torch.add(statistic, noise, out=out).clamp_(0.0, 1.0)

@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("`--individual-batch` needs `--attacker per-individual`.")
     if args.whole_release_attacker and not args.compose:
         raise InputError("`--whole-release-attacker` needs `--compose` (only a composed release has copies to pool).")
+    if args.against != "bayesian" and args.compose:
+        raise InputError("`--against` (a fixed opponent) reads the release of one mechanism: it cannot be combined with `--compose`.")
     for flag, value, least in (("--individual-batch", args.individual_batch, 1), ("--refit-every", args.refit_every, 0),
                                ("--eval-every", args.eval_every, 1), ("--eval-batch", args.eval_batch, 1)):
         if value is not None and value < least:

@@ -95,7 +95,8 @@ class GameConfig:
         defender_full_rank_noise: learned per-attribute Gaussian noise sigma * e, e ~ N(0, I).
         against: "bayesian" (the BNGP game) or the name of a differentiable attack ("lrt",
             "adaptive-lrt", "score") for a best-response defender (App. M,
-            :mod:`bngp.game.best_response`); the network attacker is still trained alongside.
+            :mod:`bngp.game.best_response`); the network attacker is still trained alongside.  The
+            opponent reads one mechanism's release: not with ``fixed_gaussian_sigmas``.
         dp_epsilon: eps of the BGBP response constraint DPH^eps (section 4.3, Prop. 10),
             enforced by a penalty of weight ``dp_penalty``; None = no constraint.
         fixed_gaussian_sigmas: standard deviations of fixed Gaussian mechanisms composed before
@@ -233,6 +234,9 @@ class GameConfig:
 
             if self.against not in available_attacks():
                 raise InputError(f"`against` must be 'bayesian' or an attack name, got {self.against!r}.")
+            if self.fixed_gaussian_sigmas:
+                raise InputError("`against` (a fixed opponent) reads the release of one mechanism: it cannot be "
+                                 "combined with `fixed_gaussian_sigmas` (a composed release).")
         if not (math.isfinite(self.shrink_lr) and self.shrink_lr > 0):
             raise InputError(f"`shrink_lr` must be a finite number > 0, got {self.shrink_lr}.")
         if not 0.0 <= self.shrink_init <= 1.0:

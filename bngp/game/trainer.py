@@ -51,7 +51,7 @@ from bngp.data.priors import MembershipPrior
 from bngp.device import DeviceName, resolve_device, to_cpu
 from bngp.errors import InputError, TrainingError
 from bngp.io_utils import atomic_write, load_torch_payload, write_json
-from bngp.release.mechanism import ComposedMechanism, Mechanism, allele_frequencies
+from bngp.release.mechanism import ComposedMechanism, Mechanism, allele_frequencies, pool_copies
 from bngp.release.sampling import release_mechanism
 from bngp.metrics import auc, binary_entropy, release_aucs
 from bngp.attacks.network import Attacker, AttackerSpec
@@ -140,7 +140,6 @@ class Game:
         self.mechanism = release_mechanism(source, len(config.fixed_gaussian_sigmas) + 1, self.device)
         del source
         n_out = population.n_attributes
-        self.learned_slice = slice(self.mechanism.n_outputs - n_out, self.mechanism.n_outputs)
         self.kappa = torch.as_tensor(config.kappa_weights(n_out), dtype=torch.float32).to(self.device)
         self.theta = prior.marginals
         #: h(theta_k) per individual, and their mean h(theta), the prior-only attacker's cross-entropy.
@@ -173,11 +172,11 @@ class Game:
         self.defender.to(self.device)  # initialised on the CPU, so its weights do not depend on the device
         #: inverse-variance weights of the fixed Gaussian copies when the in-game attacker reads them pooled
         #: (``GameConfig.pool_copies``), else None: that attacker then reads the whole release.
-        self.fixed_weights = None
+        self.pool_weights: tuple[float, ...] | None = None
         if config.pool_copies and config.fixed_gaussian_sigmas and config.attacker_kind != "per-individual":
-            precision = torch.tensor([float(sigma) ** -2 for sigma in config.fixed_gaussian_sigmas], dtype=torch.float64)
-            self.fixed_weights = (precision / precision.sum()).to(self.device)
-        width = 2 * n_out if self.fixed_weights is not None else self.mechanism.n_outputs
+            precision = [float(sigma) ** -2 for sigma in config.fixed_gaussian_sigmas]
+            self.pool_weights = tuple(value / sum(precision) for value in precision)
+        width = 2 * n_out if self.pool_weights is not None else self.mechanism.n_outputs
         self.attacker_spec = AttackerSpec(width, population.n_individuals, init=config.attacker_init)
         with seeded_torch(self.seeds["attacker-network"]):
             self.attacker = self._new_attacker()
@@ -249,7 +248,7 @@ class Game:
         attacker = Attacker(self.attacker_spec).to(self.device)
         if self.attacker_spec.init == "reconstruction":
             genotypes = self.mechanism_genotypes()
-            if self.fixed_weights is not None:  # the rows are statistics: pooled like releases
+            if self.pool_weights is not None:  # the rows are statistics: pooled like releases
                 genotypes = self.attacker_input(torch.from_numpy(genotypes).to(self.device)).cpu().numpy()
             attacker.initialise_from_population(genotypes, self.n_members, self.theta)
         return attacker
@@ -276,18 +275,17 @@ class Game:
     def attacker_input(self, x: torch.Tensor) -> torch.Tensor:
         """What the in-game attacker reads of releases x: x itself, or with ``GameConfig.pool_copies``
         [z, x_L], z = sum_b w_b x_b the inverse-variance mean of the m fixed Gaussian copies (weights
-        w_b = s_b^-2 / sum_c s_c^-2) and x_L the learned block (linear in x, so differentiable)."""
-        if self.fixed_weights is None:
+        w_b = s_b^-2 / sum_c s_c^-2; :func:`bngp.release.mechanism.pool_copies`) and x_L the learned
+        block (linear in x, so differentiable).  :meth:`_attacker_release` forms it without the
+        whole release, bit for bit."""
+        if self.pool_weights is None:
             return x
-        width = self.population.n_attributes
-        copies = len(self.config.fixed_gaussian_sigmas)
-        fixed = x[:, : copies * width].reshape(x.shape[0], copies, width)
-        pooled = torch.einsum("rbj,b->rj", fixed, self.fixed_weights.to(x.dtype))
-        return torch.cat([pooled, x[:, copies * width :]], dim=1)
+        fixed = len(self.pool_weights) * self.population.n_attributes
+        return torch.cat([pool_copies(x[:, :fixed], self.pool_weights), x[:, fixed:]], dim=1)
 
     def _attack(self, x: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
-        """The in-game attacker's logits on releases x: (R, K), or (R, |S|) for the individuals S."""
-        x = self.attacker_input(x)
+        """The in-game attacker's logits on its input x (:meth:`attacker_input`, as
+        :meth:`_attacker_release` forms it): (R, K), or (R, |S|) for the individuals S."""
         return self.attacker(x) if individuals is None else self.attacker(x, individuals)
 
     def mechanism_genotypes(self) -> np.ndarray:
@@ -331,9 +329,21 @@ class Game:
         return composed_release(self.defender, self.config.fixed_gaussian_sigmas, statistic, b, r,
                                 generator or self.generator, out), statistic
 
+    def _attacker_release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None,
+                          out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the in-game attacker reads of the releases of :meth:`_release` (the same draws), bit for
+        bit their :meth:`attacker_input`, and f(D): with pooled copies, [z, x_L] formed as the copies
+        are drawn, without the (m + 1)|Q|-wide release."""
+        if self.pool_weights is None:
+            return self._release(b, r, generator, out)
+        statistic = self._part.statistic(b)
+        return composed_release(self.defender, self.config.fixed_gaussian_sigmas, statistic, b, r,
+                                generator or self.generator, out, pool=self.pool_weights), statistic
+
     def _utility(self, x: torch.Tensor, statistic: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(kappa-weighted, plain) utility losses over the learned mechanism's outputs x_L, of f(D) = ``statistic``."""
-        return objectives.utility_losses(x[:, self.learned_slice], statistic, self.kappa)
+        """(kappa-weighted, plain) utility losses over the learned mechanism's outputs x_L, the last
+        |Q| columns of a release or of what the attacker reads of it, of f(D) = ``statistic``."""
+        return objectives.utility_losses(x[:, x.shape[1] - statistic.shape[1] :], statistic, self.kappa)
 
     def _leakage(self, logits: torch.Tensor, b: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
         """Leakage of logits (R, K) of memberships b, or of the columns S = ``individuals`` (logits
@@ -365,7 +375,7 @@ class Game:
             validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
             self.defender.eval()
             x = self._attacker_releases(b, r)
-            validation_x, validation_statistic = self._release(validation_b, validation_r)
+            validation_x, validation_statistic = self._attacker_release(validation_b, validation_r)
             self.defender.train()
         with self.timer("refit: fit"):
             if per_individual:
@@ -376,7 +386,7 @@ class Game:
                 # fitted instead; like the head's refit, it zeroes the output MLP's last layer.
                 self.attacker.refit(x, b)
             else:
-                self._refit_population_attacker(x, b, self.attacker_input(validation_x), validation_b)
+                self._refit_population_attacker(x, b, validation_x, validation_b)
         for parameter in self.attacker.refit_parameters():
             self.opt_a.state.pop(parameter, None)
         if score_defender and self.selects_defender:
@@ -384,19 +394,14 @@ class Game:
                 self._consider_defender(validation_x, validation_statistic, validation_b)
 
     def _attacker_releases(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """The releases of (b, r) as the in-game attacker reads them (:meth:`attacker_input`), drawn
-        by blocks of ``_REFIT_BLOCK`` rows into one tensor (each block written in place when the
-        attacker reads the release itself).  With pooled copies only the pooled releases are held
-        (a whole composed refit set is 5,368 x 25,000 at paper scale)."""
-        rows = b.shape[0]
-        width = 2 * self.population.n_attributes if self.fixed_weights is not None else self.mechanism.n_outputs
-        x = torch.empty((rows, width), device=self.device)
-        for start in range(0, rows, _REFIT_BLOCK):
-            stop = min(start + _REFIT_BLOCK, rows)
-            if self.fixed_weights is None:
-                self._release(b[start:stop], r[start:stop], out=x[start:stop])
-            else:
-                x[start:stop] = self.attacker_input(self._release(b[start:stop], r[start:stop])[0])
+        """The releases of (b, r) as the in-game attacker reads them (:meth:`_attacker_release`), drawn
+        by blocks of ``_REFIT_BLOCK`` rows, each written in place into one tensor.  With pooled copies
+        only the pooled releases are formed (a whole composed refit set is 5,368 x 25,000 at paper
+        scale)."""
+        x = torch.empty((b.shape[0], self.attacker_spec.n_outputs), device=self.device)  # H's input width
+        for start in range(0, b.shape[0], _REFIT_BLOCK):
+            stop = min(start + _REFIT_BLOCK, b.shape[0])
+            self._attacker_release(b[start:stop], r[start:stop], out=x[start:stop])
         return x
 
     def _refit_population_attacker(
@@ -445,7 +450,7 @@ class Game:
             for _ in range(self.config.attacker_steps):
                 b, r = self._draw(self.config.batch_size)
                 with torch.no_grad():
-                    x, _ = self._release(b, r)
+                    x, _ = self._attacker_release(b, r)
                 individuals = self._draw_individuals()
                 targets = b if individuals is None else b[:, individuals]
                 attacker_loss = F.binary_cross_entropy_with_logits(self._attack(x, individuals), targets)
@@ -458,7 +463,7 @@ class Game:
     def _defender_step(self, attacker_loss: torch.Tensor) -> dict[str, float]:
         """One defender update against the current attacker; returns the losses."""
         b, r = self._draw(self.config.batch_size)
-        x, statistic = self._release(b, r)
+        x, statistic = self._attacker_release(b, r)  # the whole release when there is an opponent (no composition)
         individuals = self._draw_individuals()
         # H held fixed: the backward computes the gradients through H for the defender only,
         # not H's own (which the next attacker update would discard)
@@ -498,7 +503,7 @@ class Game:
         """The current attacker on the fixed held-out batch: AUC, cross-entropy, collapse flag."""
         self.defender.eval()
         self.attacker.eval()
-        x, statistic = self._release(self._eval_b, self._eval_r, torch_generator(self.seeds["evaluation-noise"]))
+        x, statistic = self._attacker_release(self._eval_b, self._eval_r, torch_generator(self.seeds["evaluation-noise"]))
         logits = self._attack(x)
         probabilities = torch.sigmoid(logits)
         cross_entropy = float(F.binary_cross_entropy_with_logits(logits, self._eval_b))

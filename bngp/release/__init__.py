@@ -3,14 +3,15 @@
 arXiv:2410.07414, section 2.2: the mechanism releases allele (carrier) frequencies f(D); a
 defense perturbs them, x = clip(f(D) + xi, 0, 1); section 4.4 / Theorem 5: mechanisms compose.
 
-* :mod:`~bngp.release.mechanism`: f(D) (torch and numpy), :func:`perturb`, composition.
+* :mod:`~bngp.release.mechanism`: f(D) (torch and numpy), :func:`perturb`, composition and
+  :func:`pool_copies`.
 * :mod:`~bngp.release.sampling`: :func:`release_mechanism` and :func:`sample_releases`, the one
   way every part of the toolkit draws a defense's releases.
 * :mod:`~bngp.release.noise`: seeded Laplace, Gaussian and l-inf K-norm samplers.
 * :mod:`~bngp.release.noise_law`: :class:`NoiseLaw`, a closed-form noise law as data.
 """
 
-from .mechanism import ComposedMechanism, Mechanism, SummaryStatistics, allele_frequencies, perturb
+from .mechanism import ComposedMechanism, Mechanism, SummaryStatistics, allele_frequencies, perturb, pool_copies
 from .noise import sample_gaussian, sample_laplace, sample_linf, sample_noise
 from .noise_law import NOISE_KINDS, NoiseLaw
 from .sampling import NoiseSource, release_mechanism, sample_releases
@@ -24,6 +25,7 @@ __all__ = [
     "SummaryStatistics",
     "allele_frequencies",
     "perturb",
+    "pool_copies",
     "release_mechanism",
     "sample_gaussian",
     "sample_laplace",

@@ -366,6 +366,10 @@ def test_train_whole_release_attacker_keeps_the_earlier_record(small_population_
                            "--whole-release-attacker", "--steps", 2, "--quiet", "--out", tmp_path / "single")
     assert_one_line_error(code, err, "--compose")
     assert not (tmp_path / "single").exists()
+    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20, "--against", "score",
+                           "--compose", "gaussian:scale=0.05,delta=1e-5", "--steps", 2, "--quiet", "--out", tmp_path / "both")
+    assert_one_line_error(code, err, "cannot be combined with `--compose`")
+    assert not (tmp_path / "both").exists()
 
 
 @pytest.mark.parametrize("spec, fragment", [("laplace:epsilon=1", "gaussian mechanisms only"),

@@ -190,6 +190,9 @@ def test_against_unknown_or_non_differentiable_attack(small_population):
         GameConfig(against="nonsense")
     with pytest.raises(InputError, match="differentiable"):
         _game(small_population, against="tree")
+    # the opponent reads one mechanism's release, not a composed one
+    with pytest.raises(InputError, match="cannot be combined with `fixed_gaussian_sigmas`"):
+        GameConfig(against="score", fixed_gaussian_sigmas=(0.1,), dp_epsilon=1.0)
 
 
 def test_bgbp_penalty_reduces_bound_violations_and_reports_implied_epsilon(small_population, tmp_path):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from bngp.errors import InputError
-from bngp.release.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb
+from bngp.release.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb, pool_copies
 from bngp.defenses.base import NoDefense
 from bngp.release.sampling import sample_releases
 
@@ -92,3 +92,56 @@ def test_perturb_is_differentiable_in_the_statistic_too():
     x = perturb(x_hat, torch.tensor([[-0.3, 0.3, 0.2]]))
     x.sum().backward()
     assert x_hat.grad.tolist() == [[0.0, 0.0, 1.0]]
+
+
+def test_pool_copies_known_answer_and_fixed_arithmetic():
+    # exact in float32: 0.75 * 0.5 + 0.25 * 0.25 = 0.4375, 0.75 * 1 + 0.25 * 0 = 0.75
+    releases = torch.tensor([[0.5, 1.0, 0.25, 0.0]])
+    assert pool_copies(releases, (0.75, 0.25)).tolist() == [[0.4375, 0.75]]
+    # the arithmetic is fixed (each w_b x_b rounded in float32, then added in copy order), so the
+    # same bits whole, by rows and into `out`; not an einsum's (which a BLAS may fuse or reorder)
+    x = torch.rand(50, 3 * 7, generator=torch.Generator().manual_seed(0))
+    weights = (0.2, 0.5, 0.3)
+    whole = pool_copies(x, weights)
+    expected = (x[:, :7] * weights[0]).add_(x[:, 7:14] * weights[1]).add_(x[:, 14:] * weights[2])
+    assert torch.equal(whole, expected)
+    assert torch.equal(torch.cat([pool_copies(x[s:s + 9], weights) for s in range(0, 50, 9)]), whole)
+    out = torch.empty(50, 7)
+    assert pool_copies(x, weights, out=out) is out and torch.equal(out, whole)
+    assert pool_copies(x.double(), weights).dtype == torch.float64
+
+
+def test_pool_copies_rejects_a_width_that_is_not_the_copies():
+    with pytest.raises(InputError, match="multiple of 3"):
+        pool_copies(torch.zeros(2, 10), (0.2, 0.5, 0.3))
+    with pytest.raises(InputError, match="one weight per copy, got none"):
+        pool_copies(torch.zeros(2, 10), ())
+
+
+@pytest.mark.parametrize("rows,individuals,outputs", [(1, 1, 1), (7, 13, 11), (300, 600, 40)])
+def test_int8_counts_give_the_float32_statistic_bit_for_bit(rows, individuals, outputs, monkeypatch):
+    """Known answer: with 0/1 genotypes, f(D) from int8 counts (int32 sums) is the float32
+    product's b Z / sum(b) bit for bit, for 0/1 memberships (counts past 256, bfloat16's exact
+    range) and any integer ones; fractional or differentiable memberships take the float32 path."""
+    rng = torch.Generator().manual_seed(individuals)
+    genotypes = (torch.rand(individuals, outputs, generator=rng) < 0.7).float()
+    mechanism = SummaryStatistics(genotypes)
+    assert mechanism._binary is not None and mechanism._binary.dtype == torch.int8
+    members = (torch.rand(rows, individuals, generator=rng) < 0.8).float()
+    products = []
+    int_mm = torch._int_mm
+    monkeypatch.setattr(torch, "_int_mm", lambda a, b: products.append(a.shape) or int_mm(a, b))
+    integers = torch.randint(-128, 128, (rows, individuals), generator=rng).float()
+    for b in (members, integers):
+        expected = (b @ genotypes) / b.sum(dim=1, keepdim=True).clamp_min(1.0)
+        assert torch.equal(mechanism.statistic(b), expected)
+    assert products == [(rows, individuals)] * 2  # both by int8 counts
+    if individuals > 300:
+        assert float((members @ genotypes).max()) > 256
+    fractional = members * 0.5
+    torch.testing.assert_close(mechanism.statistic(fractional), allele_frequencies(fractional, genotypes))
+    relaxed = members.clone().requires_grad_(True)
+    mechanism.statistic(relaxed).sum().backward()
+    assert relaxed.grad is not None
+    assert len(products) == 2
+    assert SummaryStatistics(genotypes + 2)._binary is None  # not 0/1: the float32 product

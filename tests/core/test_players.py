@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from bngp.release.mechanism import perturb
+from bngp.release.mechanism import perturb, pool_copies
 
 from bngp.errors import InputError
 from bngp.attacks.network import Attacker, AttackerSpec, attacker_widths, ridge_inversion
@@ -179,3 +179,60 @@ def test_composed_release_is_the_generic_release_bit_for_bit(sigmas, shrink, ful
             g.zero_grad()
             (composed * weights).sum().backward()
             assert all(torch.equal(parameter.grad, grad) for parameter, grad in zip(g.parameters(), expected))
+
+
+@pytest.mark.parametrize("sigmas,weights", [((0.05,), (1.0,)), ((0.3, 0.05, 0.3), (0.2, 0.5, 0.3))])
+def test_composed_release_pools_the_copies_as_they_are_drawn(sigmas, weights):
+    """Known answer: composed_release(pool=w) is [pool_copies(fixed copies, w), x_L] of the whole
+    composed release on the same draws, bit for bit (ragged row chunks), leaves the same draws on
+    the generator, and gives G the same gradient."""
+    torch.manual_seed(6)
+    width = 2 * CHUNK_ELEMENTS // 7 + 3
+    g = Defender(DefenderSpec(12, width, noise_dim=4, shrink=True, full_rank_noise=True))
+    with torch.no_grad():
+        g.shrink_weight.uniform_(0.0, 1.0)
+        g.set_shrink_target(np.linspace(0.1, 0.9, width))
+        g.noise_scale.uniform_(0.0, 0.2)
+    b = (torch.rand(20, 12, generator=torch.Generator().manual_seed(1)) < 0.5).float()
+    r = g.sample_r(20, torch.Generator().manual_seed(2))
+    statistic = torch.rand(20, width, generator=torch.Generator().manual_seed(4))
+    fixed = len(sigmas) * width
+    for mode in (torch.no_grad, torch.enable_grad):
+        whole_rng, pooled_rng = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+        g.zero_grad()
+        with mode():
+            whole = composed_release(g, sigmas, statistic, b, r, whole_rng)
+            expected = torch.cat([pool_copies(whole[:, :fixed], weights), whole[:, fixed:]], dim=1)
+            pooled = composed_release(g, sigmas, statistic, b, r, pooled_rng, pool=weights)
+        assert pooled.shape == (20, 2 * width)
+        assert torch.equal(pooled.detach(), expected.detach())
+        assert torch.equal(pooled_rng.get_state(), whole_rng.get_state())
+        if mode is torch.enable_grad:
+            (expected * torch.linspace(-1.0, 1.0, 2 * width)).sum().backward()
+            grads = [parameter.grad.clone() for parameter in g.parameters()]
+            g.zero_grad()
+            (pooled * torch.linspace(-1.0, 1.0, 2 * width)).sum().backward()
+            assert all(torch.equal(parameter.grad, grad) for parameter, grad in zip(g.parameters(), grads))
+    with pytest.raises(InputError, match="one weight per fixed copy"):
+        composed_release(g, sigmas, statistic, b, r, torch.Generator(), pool=weights + (0.0,))
+
+
+def test_float32_sum_of_a_fixed_block_rounds_as_the_float64_sum():
+    """Known answer (Figueroa, "When is double rounding innocuous?", SIGNUM Newsl. 30(3), 1995:
+    53 >= 2 x 24 + 2): clip(f + e, 0, 1) summed in float32 is perturb's float64 sum rounded to
+    float32, bit for bit, over statistics k / 400, 0, 1 and random float32 values, and noise of
+    every scale from 2^-60 to 4, both signs (where a sum of three float32 numbers would not be)."""
+    from bngp.defenses.network import _perturb_rows
+
+    rng = torch.Generator().manual_seed(0)
+    n = 1 << 20
+    statistic = torch.cat([torch.randint(0, 401, (n // 2,), generator=rng).float() / 400,
+                           torch.rand(n // 2 - 2, generator=rng), torch.tensor([0.0, 1.0])])
+    scale = torch.exp2(torch.randint(-60, 3, (n,), generator=rng).float())
+    noise = torch.randn(n, generator=rng) * scale
+    out = torch.empty(n)
+    _perturb_rows(out, statistic, noise)
+    expected = perturb(statistic, noise)
+    assert torch.equal(out, expected)
+    # the sums are not all exact in float32: the test exercises the rounding
+    assert not torch.equal(statistic.double() + noise.double(), (statistic + noise).double())
