@@ -321,24 +321,20 @@ class Game:
         return self.opponent(b.cpu(), x.cpu()).to(self.device)
 
     def _release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None,
-                 out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                 out: torch.Tensor | None = None, *, pooled: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Releases x of memberships b (fixed Gaussian blocks, if any, then G's) and f(D), the one
         statistic every copy perturbs (B, |Q|): :func:`bngp.defenses.network.composed_release`
-        (``out``: where x is written without autograd)."""
+        (``out``: where x is written without autograd).  ``pooled``: with pooled copies, x as the
+        in-game attacker reads it (:meth:`attacker_input`, bit for bit), formed as the copies are
+        drawn, without the (m + 1)|Q|-wide release."""
         statistic = self._part.statistic(b)
         return composed_release(self.defender, self.config.fixed_gaussian_sigmas, statistic, b, r,
-                                generator or self.generator, out), statistic
+                                generator or self.generator, out, pool=self.pool_weights if pooled else None), statistic
 
     def _attacker_release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None,
                           out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """What the in-game attacker reads of the releases of :meth:`_release` (the same draws), bit for
-        bit their :meth:`attacker_input`, and f(D): with pooled copies, [z, x_L] formed as the copies
-        are drawn, without the (m + 1)|Q|-wide release."""
-        if self.pool_weights is None:
-            return self._release(b, r, generator, out)
-        statistic = self._part.statistic(b)
-        return composed_release(self.defender, self.config.fixed_gaussian_sigmas, statistic, b, r,
-                                generator or self.generator, out, pool=self.pool_weights), statistic
+        """What the in-game attacker reads of the releases of :meth:`_release` (the same draws) and f(D)."""
+        return self._release(b, r, generator, out, pooled=True)
 
     def _utility(self, x: torch.Tensor, statistic: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(kappa-weighted, plain) utility losses over the learned mechanism's outputs x_L, the last
@@ -371,12 +367,7 @@ class Game:
             else default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
         )
         with self.timer("refit: releases"):
-            b, r = self._draw(n)
-            validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
-            self.defender.eval()
-            x = self._attacker_releases(b, r)
-            validation_x, validation_statistic = self._attacker_release(validation_b, validation_r)
-            self.defender.train()
+            x, b, (validation_x, validation_statistic, validation_b) = self._refit_releases(n)
         with self.timer("refit: fit"):
             if per_individual:
                 # No K-output head here: the ridge map from x to the K memberships, its separate
@@ -392,6 +383,19 @@ class Game:
         if score_defender and self.selects_defender:
             with self.timer("selection"):
                 self._consider_defender(validation_x, validation_statistic, validation_b)
+
+    @torch.no_grad()
+    def _refit_releases(self, n: int) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """A refit's draws from the current defender (eval mode): n releases as the in-game attacker
+        reads them and their memberships, then (releases, f(D), memberships) of
+        ``REFIT_VALIDATION_DRAWS`` validation draws."""
+        b, r = self._draw(n)
+        validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
+        self.defender.eval()
+        x = self._attacker_releases(b, r)
+        validation_x, validation_statistic = self._attacker_release(validation_b, validation_r)
+        self.defender.train()
+        return x, b, (validation_x, validation_statistic, validation_b)
 
     def _attacker_releases(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         """The releases of (b, r) as the in-game attacker reads them (:meth:`_attacker_release`), drawn

@@ -32,9 +32,9 @@ __all__ = [
     "pool_copies",
 ]
 
-#: the most individuals whose int8 counts are exact for any int8 memberships: 127 K < 2^24 (see
-#: :meth:`SummaryStatistics.statistic`).
-_EXACT_INT8_INDIVIDUALS = (1 << 24) // 127 - 1
+#: the most individuals whose counts are exact in float32 for any int8 memberships, 128 K <= 2^24
+#: (see :meth:`SummaryStatistics.statistic`).
+_EXACT_INT8_INDIVIDUALS = (1 << 24) // 128
 
 #: genotype entries converted to float64 at once by the numpy f(D) (16 MB: bounds its memory).
 _BLOCK_ELEMENTS = 1 << 21

@@ -522,7 +522,10 @@ def recount(source: Path, out: Path) -> int:
 
 def _size(text: str) -> tuple[int, int, int]:
     """``KxQ`` or ``KxQxM`` -> (K, |Q|, M mechanisms composed, 1 without)."""
-    values = [int(v) for v in text.split("x")]
+    try:
+        values = [int(v) for v in text.split("x")]
+    except ValueError:
+        values = []
     if len(values) not in (2, 3) or min(values) < 1:
         raise SystemExit(f"game_phases: a size is KxQ or KxQxM with positive integers, got {text!r}")
     return values[0], values[1], values[2] if len(values) == 3 else 1

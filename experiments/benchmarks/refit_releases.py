@@ -1,8 +1,8 @@
 """How long the default game's refit takes to draw its releases, against that phase's own bound.
 
-An in-game refit draws the releases its attacker head is fitted on (``Game._attacker_releases``:
-10,000 at paper scale, 5,368 for a composition of 5) and 500 validation releases, without autograd.
-This times exactly that phase of the default game of one size (``game_phases._game``: K x |Q|, or
+An in-game refit draws the releases its attacker head is fitted on (10,000 at paper scale, 5,368 for
+a composition of 5) and 500 validation releases, without autograd (``Game._refit_releases``).  This
+times exactly that phase of the default game of one size (``game_phases._game``: K x |Q|, or
 K x |Q| x c for Table 5's composition of c mechanisms) on a defender moved off its data-independent
 start (shrinkage, full-rank noise and G's output layer drawn from the seed), best of ``--repeats``.
 It reports the phase's bound as ``game_phases.py`` counts it (its products at the float32 matmul
@@ -25,13 +25,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _size(text: str) -> tuple[int, int, int]:
-    parts = text.lower().split("x")
-    if len(parts) not in (2, 3) or not all(part.isdigit() and int(part) >= 1 for part in parts):
-        raise argparse.ArgumentTypeError(f"--size must be KxQ or KxQxC with positive integers, got {text!r}")
-    return int(parts[0]), int(parts[1]), int(parts[2]) if len(parts) == 3 else 1
-
-
 def _figures(value: float) -> float:
     """``value`` to four significant figures (seconds from microseconds to minutes)."""
     return float(f"{value:.4g}")
@@ -39,15 +32,20 @@ def _figures(value: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=_size, default=(800, 5000, 1), help="KxQ or KxQxC (default: 800x5000)")
+    parser.add_argument("--size", default="800x5000", help="KxQ, or KxQxC for a composition of C (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3, help="timings, the best reported (default: 3)")
     parser.add_argument("--seed", type=int, default=0, help="(default: 0)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
+    import game_phases
+
+    try:
+        individuals, attributes, composition = game_phases._size(args.size)
+    except SystemExit as error:
+        parser.error(str(error))
     import torch
 
-    import game_phases
     from _measure import matmul_peak_flops
     from bngp.game.config import REFIT_VALIDATION_DRAWS
     from bngp.ridge import default_shadow_releases
@@ -55,7 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     from bngp.timing import draw_rates
 
     set_threads(1)
-    individuals, attributes, composition = args.size
     game = game_phases._game(individuals, attributes, composition, args.seed, None, 0, None)
     defender = game.defender
     with torch.no_grad():  # off the data-independent start, fixed by the seed
@@ -64,23 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         defender.net[-1].weight.normal_(0.0, 0.01, generator=torch.Generator().manual_seed(args.seed + 3))
     rows = default_shadow_releases(game.population.n_individuals, game.mechanism.n_outputs)
 
-    def phase() -> tuple[torch.Tensor, torch.Tensor]:
-        with torch.no_grad():
-            b, r = game._draw(rows)
-            validation_b, validation_r = game._draw(REFIT_VALIDATION_DRAWS)
-            defender.eval()
-            x = game._attacker_releases(b, r)
-            validation = game._release(validation_b, validation_r)[0]
-            defender.train()
-        return x, validation
-
     game.generator.manual_seed(args.seed)
-    x, validation = phase()
+    x, _, (validation, _, _) = game._refit_releases(rows)
     fingerprint = hashlib.sha1(x.numpy().tobytes() + validation.numpy().tobytes()).hexdigest()[:16]
     seconds = []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        phase()
+        game._refit_releases(rows)
         seconds.append(time.perf_counter() - start)
     peak = matmul_peak_flops()
     normals_rate, uniforms_rate = draw_rates()
@@ -89,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     bound = products + normals / normals_rate + uniforms / uniforms_rate
     best = min(seconds)
     print(json.dumps({
-        "size": "x".join(str(v) for v in args.size), "refit_rows": rows, "validation_rows": REFIT_VALIDATION_DRAWS,
+        "size": args.size, "refit_rows": rows, "validation_rows": REFIT_VALIDATION_DRAWS,
         "seed": args.seed, "seconds": [_figures(value) for value in seconds], "best_seconds": _figures(best),
         "matmul_gflops_float32": round(peak / 1e9, 1), "normals_per_second": round(normals_rate),
         "products_seconds": _figures(products), "bound_seconds": _figures(bound),

@@ -27,4 +27,4 @@ def test_refit_releases_reports_the_phase_and_is_fixed_by_its_seed():
 
 def test_refit_releases_refuses_a_bad_size_in_one_line():
     done = _run("--size", "30x0")
-    assert done.returncode == 2 and "--size must be KxQ or KxQxC" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "a size is KxQ or KxQxM" in done.stderr and "Traceback" not in done.stderr
