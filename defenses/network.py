@@ -266,15 +266,15 @@ def composed_release(
         for copy, sigma in enumerate(fixed_sigmas):
             e = normals.normal_(generator=generator).to(statistic.device)
             block = out[:, 0:width] if pool is not None else out[:, copy * width : (copy + 1) * width]
+            added = pool is not None and copy > 0  # z = w_0 x_0, then z += w_b x_b (pool_copies' arithmetic)
             for start in range(0, rows, chunk):
                 stop = min(start + chunk, rows)
-                if pool is None:
-                    _perturb_rows(block[start:stop], statistic[start:stop], e[start:stop].mul_(float(sigma)))
-                elif copy == 0:  # z = w_0 x_0, then z += w_b x_b (pool_copies' arithmetic)
-                    _perturb_rows(block[start:stop], statistic[start:stop], e[start:stop].mul_(float(sigma))).mul_(float(pool[0]))
-                else:
-                    values = _perturb_rows(scratch[: stop - start], statistic[start:stop], e[start:stop].mul_(float(sigma)))
-                    block[start:stop].add_(values.mul_(float(pool[copy])))
+                values = _perturb_rows(scratch[: stop - start] if added else block[start:stop], statistic[start:stop],
+                                       e[start:stop].mul_(float(sigma)))
+                if pool is not None:
+                    values.mul_(float(pool[copy]))
+                if added:
+                    block[start:stop].add_(values)
         del normals, scratch
     if grad:
         release = perturb(statistic, defender._noise_from(learned, r, statistic))

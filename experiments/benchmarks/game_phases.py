@@ -208,6 +208,12 @@ def phase_draws(game, refit_rows: int) -> dict[str, tuple[float, float]]:
     }
 
 
+def draw_bound(products_seconds: float, draws: tuple[float, float], rates: tuple[float, float]) -> float:
+    """A phase's bound in seconds: its products at the matmul (``products_seconds``) plus its draws
+    (normals, uniforms) at the generator's ``rates`` (normals, uniforms per second)."""
+    return products_seconds + draws[0] / rates[0] + draws[1] / rates[1]
+
+
 def composed_settings(population, members: int, composition: int) -> dict:
     """GameConfig settings of Table 5's composition of ``composition`` mechanisms at eps =
     :data:`COMPOSED_EPSILON` (as ``bngp reproduce table5`` sets them)."""
@@ -261,7 +267,7 @@ def _add_flops(phases: dict, flops: dict[str, float], peak32: float, peak64: flo
             if draws and rates and name in draws and any(draws[name]):
                 normals, uniforms = draws[name]
                 products = flops[name] / peak
-                bound = products + normals / rates[0] + uniforms / rates[1]
+                bound = draw_bound(products, draws[name], rates)
                 phase.update(normals_per_call=normals, uniforms_per_call=uniforms, bound_seconds=bound,
                              products_share_of_bound=products / bound, fraction_of_bound=bound / phase["seconds_per_call"])
 

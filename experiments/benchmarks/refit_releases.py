@@ -70,15 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         game._refit_releases(rows)
         seconds.append(time.perf_counter() - start)
     peak = matmul_peak_flops()
-    normals_rate, uniforms_rate = draw_rates()
+    rates = draw_rates()
     products = game_phases.phase_flops(game, rows)["refit: releases"] / peak
-    normals, uniforms = game_phases.phase_draws(game, rows)["refit: releases"]
-    bound = products + normals / normals_rate + uniforms / uniforms_rate
+    bound = game_phases.draw_bound(products, game_phases.phase_draws(game, rows)["refit: releases"], rates)
     best = min(seconds)
     print(json.dumps({
         "size": args.size, "refit_rows": rows, "validation_rows": REFIT_VALIDATION_DRAWS,
         "seed": args.seed, "seconds": [_figures(value) for value in seconds], "best_seconds": _figures(best),
-        "matmul_gflops_float32": round(peak / 1e9, 1), "normals_per_second": round(normals_rate),
+        "matmul_gflops_float32": round(peak / 1e9, 1), "normals_per_second": round(rates[0]),
         "products_seconds": _figures(products), "bound_seconds": _figures(bound),
         "fraction_of_matmul": round(products / best, 3), "fraction_of_bound": round(bound / best, 3),
         "releases_sha1": fingerprint,
