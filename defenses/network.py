@@ -30,13 +30,9 @@ import torch
 from torch import nn
 
 from bngp.errors import InputError
-from bngp.release.mechanism import perturb
+from bngp.release.mechanism import CHUNK_ELEMENTS, perturb
 
 __all__ = ["DefenderSpec", "Defender", "defender_widths", "composed_noise", "composed_release", "MAX_BOTTLENECK"]
-
-#: elements of one row chunk of a release's elementwise work on the CPU (:func:`composed_release`): its
-#: float64 temporaries (1 MiB each) stay in a core's cache from one pass to the next.
-CHUNK_ELEMENTS = 1 << 17
 
 #: the widest last hidden layer of G by default: the paper's 500 (App. L.8 Table 1a, |Q| = 5000).
 MAX_BOTTLENECK = 500
@@ -261,16 +257,16 @@ def composed_release(
     if out is None or grad:  # with autograd only the fixed blocks are written here
         out = torch.empty((rows, fixed_width + (0 if grad else width)), dtype=statistic.dtype, device=statistic.device)
     with torch.no_grad():
-        normals = torch.empty((rows, width)) if fixed_sigmas else None  # one buffer for the m draws (= torch.randn's)
-        scratch = torch.empty((min(chunk, rows), width), dtype=statistic.dtype, device=statistic.device) if pool else None
+        spans = _draw_spans(rows, width, chunk)
+        longest = max((stop - start for start, stop in spans), default=0)
+        normals = torch.empty((longest, width)) if fixed_sigmas else None  # a span's draws, on the CPU
+        scratch = torch.empty((longest, width), dtype=statistic.dtype, device=statistic.device) if pool else None
         for copy, sigma in enumerate(fixed_sigmas):
-            e = normals.normal_(generator=generator).to(statistic.device)
             block = out[:, 0:width] if pool is not None else out[:, copy * width : (copy + 1) * width]
             added = pool is not None and copy > 0  # z = w_0 x_0, then z += w_b x_b (pool_copies' arithmetic)
-            for start in range(0, rows, chunk):
-                stop = min(start + chunk, rows)
-                values = _perturb_rows(scratch[: stop - start] if added else block[start:stop], statistic[start:stop],
-                                       e[start:stop].mul_(float(sigma)))
+            for start, stop in spans:
+                e = _scaled_normals(normals[: stop - start], float(sigma), generator).to(statistic.device)
+                values = _perturb_rows(scratch[: stop - start] if added else block[start:stop], statistic[start:stop], e)
                 if pool is not None:
                     values.mul_(float(pool[copy]))
                 if added:
@@ -285,6 +281,37 @@ def composed_release(
         _perturb_rows(block[start:stop], statistic[start:stop],
                       defender._noise_from(learned[start:stop], r[start:stop], statistic[start:stop]))
     return out
+
+
+#: torch's CPU normal_ transforms uniforms 16 at a time (Box-Muller on pairs 8 apart): a tensor of
+#: at least this many elements is drawn by blocks of 16 consecutive uniforms each, the last 16
+#: values redrawn when its size is not a multiple (ATen's ``normal_fill``).
+_NORMAL_BLOCK = 16
+
+
+def _draw_spans(rows: int, width: int, chunk: int) -> list[tuple[int, int]]:
+    """Row spans (start, stop) covering ``rows`` rows of ``width`` normals, about ``chunk`` rows each,
+    such that drawing them span after span gives torch.randn((rows, width))'s values bit for bit:
+    every span but the last holds a multiple of 16 values (so its blocks of 16 are the whole
+    draw's), and the last at least 16 when the whole draw has (its redrawn last 16 are then the
+    whole draw's)."""
+    if rows <= chunk:
+        return [(0, rows)] if rows else []
+    step = _NORMAL_BLOCK // math.gcd(max(width, 1), _NORMAL_BLOCK)
+    chunk = max(step, chunk - chunk % step)
+    starts = list(range(0, rows, chunk))
+    if len(starts) > 1 and (rows - starts[-1]) * width < _NORMAL_BLOCK:
+        starts.pop()  # a last span too short for the block transform joins the one before
+    return [(start, starts[index + 1] if index + 1 < len(starts) else rows) for index, start in enumerate(starts)]
+
+
+def _scaled_normals(out: torch.Tensor, sigma: float, generator: torch.Generator) -> torch.Tensor:
+    """``out`` filled with sigma * N(0, 1), the values of ``sigma * torch.randn(out.shape)`` bit for bit:
+    normal_(0, sigma) scales each standard normal once (sigma * z, then + 0), except below 16 values,
+    where torch draws by another path and the standard normals are scaled here."""
+    if out.numel() >= _NORMAL_BLOCK:
+        return out.normal_(0.0, sigma, generator=generator)
+    return out.normal_(generator=generator).mul_(sigma)
 
 
 def _perturb_rows(out: torch.Tensor, statistic: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:

@@ -167,6 +167,7 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     attacker = game.attacker
     per_sample_attacker = linear_flops(attacker, 1)
     net = linear_flops(attacker.net, 1) if hasattr(attacker, "net") else per_sample_attacker
+    head = getattr(attacker, "head", None)
     first = next((2.0 * m.in_features * m.out_features for m in attacker.modules() if isinstance(m, torch.nn.Linear)), 0.0)
     # f(D) once per release, whatever the composition (its parts share the statistic)
     statistic = 2.0 * game.population.n_individuals * game.population.n_attributes
@@ -179,7 +180,9 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
         "refit: fit": _refit_fit_flops(refit_rows, game.attacker_spec.n_outputs, game.population.n_individuals, validation,
                                        len(RIDGE_PATH)) - decomposed,
         f"refit: fit / {decomposition}": decomposed,
-        "selection": validation * per_sample_attacker,
+        # right after a refit the K-output attacker's MLP is silent (its last layer is zero): it scores
+        # the validation draws by its linear head alone (bngp.attacks.network.Attacker.forward)
+        "selection": validation * (linear_flops(head, 1) if head is not None else per_sample_attacker),
         "attacker steps": config.attacker_steps * batch * (release + per_sample_attacker + 2.0 * net - first),
         "defender step": batch * (3 * per_sample_defender + statistic + 2 * per_sample_attacker),
         "held-out evaluation": config.eval_batch * (release + per_sample_attacker),

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from bngp.errors import InputError
-from bngp.release.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb, pool_copies
+from bngp.release.mechanism import (CHUNK_ELEMENTS, ComposedMechanism, SummaryStatistics, allele_frequencies, perturb,
+                                    pool_copies)
 from bngp.defenses.base import NoDefense
 from bngp.release.sampling import sample_releases
 
@@ -118,7 +119,8 @@ def test_pool_copies_rejects_a_width_that_is_not_the_copies():
         pool_copies(torch.zeros(2, 10), ())
 
 
-@pytest.mark.parametrize("rows,individuals,outputs", [(1, 1, 1), (7, 13, 11), (300, 600, 40)])
+@pytest.mark.parametrize("rows,individuals,outputs", [(1, 1, 1), (7, 13, 11), (300, 600, 40),
+                                                      (40, 9, CHUNK_ELEMENTS // 7 + 3)])  # chunks of 6 rows, a ragged last one
 def test_int8_counts_give_the_float32_statistic_bit_for_bit(rows, individuals, outputs, monkeypatch):
     """Known answer: with 0/1 genotypes, f(D) from int8 counts (int32 sums) is the float32
     product's b Z / sum(b) bit for bit, for 0/1 memberships (counts past 256, bfloat16's exact

@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 import torch
 
-from bngp.release.mechanism import perturb, pool_copies
+from bngp.release.mechanism import CHUNK_ELEMENTS, perturb, pool_copies
 
 from bngp.errors import InputError
 from bngp.attacks.network import Attacker, AttackerSpec, attacker_widths, ridge_inversion
-from bngp.defenses.network import CHUNK_ELEMENTS, Defender, DefenderSpec, composed_noise, composed_release, defender_widths
+from bngp.defenses.network import Defender, DefenderSpec, composed_noise, composed_release, defender_widths
 
 
 def test_paper_widths_at_paper_scale():
@@ -25,7 +25,7 @@ def test_defender_output_range_and_shape():
     g = Defender(DefenderSpec(20, 50, noise_dim=4))
     b = (torch.rand(8, 20) < 0.5).float()
     r = g.sample_r(8, torch.Generator().manual_seed(0))
-    xi = g(b, r)
+    xi = g(b, r).detach()
     assert xi.shape == (8, 50)
     assert float(xi.min()) >= -0.5 and float(xi.max()) <= 0.5
 
@@ -38,6 +38,34 @@ def test_attacker_shapes_and_paper_init_has_no_head():
         h.initialise_from_population(np.zeros((20, 50)), 10, np.full(20, 0.5))
     with pytest.raises(InputError):
         AttackerSpec(50, 20, init="magic")
+
+
+def test_an_attacker_whose_mlp_is_silent_scores_by_its_head_alone(monkeypatch):
+    """Known answer: after set_linear_head (the MLP's last layer zero) the MLP outputs exactly 0, so
+    in eval mode without autograd the logits are the head's bit for bit, and the MLP is not run;
+    with autograd, in training mode, or once the last layer is not zero, the whole network runs."""
+    generator = torch.Generator().manual_seed(3)
+    h = Attacker(AttackerSpec(50, 20))
+    h.set_linear_head(torch.randn(20, 50, generator=generator), torch.randn(20, generator=generator))
+    x = torch.rand(64, 50, generator=generator)
+    h.eval()
+    with torch.no_grad():
+        full = h.net(x) + h.head(x)
+    calls = []
+    monkeypatch.setattr(h.net, "forward", lambda inputs: calls.append(inputs.shape) or torch.nn.Sequential.forward(h.net, inputs))
+    with torch.no_grad():
+        assert torch.equal(h(x), full) and torch.equal(h(x), h.head(x))
+    assert calls == []
+    assert torch.equal(h(x).detach(), full) and len(calls) == 1  # with autograd
+    h.train()
+    with torch.no_grad():
+        h(x)
+    assert len(calls) == 2  # training mode: BatchNorm's statistics are updated
+    h.eval()
+    with torch.no_grad():
+        h.net[-1].bias[3] = 0.5
+        assert torch.equal(h(x), h.net(x) + h.head(x)) and not torch.equal(h(x), full)
+    assert len(calls) == 5
 
 
 def test_ridge_inversion_recovers_membership_exactly_when_q_exceeds_k():
@@ -179,6 +207,25 @@ def test_composed_release_is_the_generic_release_bit_for_bit(sigmas, shrink, ful
             g.zero_grad()
             (composed * weights).sum().backward()
             assert all(torch.equal(parameter.grad, grad) for parameter, grad in zip(g.parameters(), expected))
+
+
+@pytest.mark.parametrize("width", [1, 3, 7, 8, 16, 5000, 5003])
+@pytest.mark.parametrize("rows", [1, 2, 5, 31])
+def test_fixed_noise_drawn_span_by_span_is_one_scaled_draw(width, rows):
+    """Known answer: sigma * torch.randn((rows, width)) (composed_noise's fixed block), drawn span by
+    span as composed_release draws it, for spans of 2 rows (tails shorter than 16 values joined to
+    the span before) and of every row count: the same bits and the same draws left on the generator."""
+    from bngp.defenses.network import _draw_spans, _scaled_normals
+
+    for chunk in (1, 2, 3, rows):
+        spans = _draw_spans(rows, width, chunk)
+        assert spans[0][0] == 0 and spans[-1][1] == rows and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        for sigma in (1.0, 0.1606):
+            whole_rng, span_rng = torch.Generator().manual_seed(width + rows), torch.Generator().manual_seed(width + rows)
+            whole = sigma * torch.randn((rows, width), generator=whole_rng)
+            drawn = torch.cat([_scaled_normals(torch.empty(stop - start, width), sigma, span_rng) for start, stop in spans])
+            assert torch.equal(drawn, whole)
+            assert torch.equal(span_rng.get_state(), whole_rng.get_state())
 
 
 @pytest.mark.parametrize("sigmas,weights", [((0.05,), (1.0,)), ((0.3, 0.05, 0.3), (0.2, 0.5, 0.3))])
