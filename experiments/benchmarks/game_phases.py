@@ -25,8 +25,10 @@ Per phase it reports:
   their draws at the rate of the CPU generator measured in the same process
   (:func:`bngp.timing.draw_rates`), and the share of it their products take;
 - a verdict on the issue's ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
-  products (:data:`MATMUL_BOUND`); a phase whose draws take more than half its bound (a composed
-  release's m |Q| normals a draw) is judged against that bound instead, like the decompositions.
+  products (:data:`MATMUL_BOUND`); a phase that also draws random numbers is judged against its
+  bound (its products at the matmul plus its draws at the generator's rate, the least time this
+  machine allows it: a composed release's m |Q| normals a draw are 44% of it at paper scale), like
+  the decompositions against theirs; both fractions are reported.
 
 ``--device cuda`` trains on the GPU (:mod:`bngp.device`): the matmul references are then the
 GPU's (8192 x 8192 products, torch's float32 matmul precision), and every phase's clock waits for
@@ -77,8 +79,11 @@ TARGETS = {(200, 1000, 1): 90.0, (800, 5000, 1): 15 * 60.0, (800, 5000, 5): 30 *
 COMPOSED_EPSILON = 0.3
 #: the phases whose counted FLOPs are matrix products (the networks' layers, f(D) = b Z, the refit's
 #: Gram matrix and maps; its decomposition, timed apart, is judged against its own bound) and the
-#: fraction of the same run's matmul they must reach.
-MATMUL_BOUND = ("refit: releases", "refit: fit", "selection", "attacker steps", "defender step", "held-out evaluation")
+#: fraction of the same run's matmul they must reach.  Not the defender selection: right after a
+#: refit the attacker scores its 500 validation draws by its linear head alone (4 GFLOP at paper
+#: scale, 0.03 s at the matmul), and the phase's time is the affine recalibration of their 400,000
+#: logits by Newton steps (``bngp.game.objectives.leakage``), which is not a matrix product.
+MATMUL_BOUND = ("refit: releases", "refit: fit", "attacker steps", "defender step", "held-out evaluation")
 MATMUL_TARGET = 0.5
 PHASES = ("refit: releases", "refit: fit", "selection", "attacker steps", "defender step", "held-out evaluation",
           "checkpoint", "fresh-attacker check")
@@ -386,37 +391,38 @@ def _device_memory(record: dict) -> str:
     return f" (GPU: {gib:.2f} GiB allocated)" if gib else ""
 
 
-def _draw_bound(phase: dict) -> bool:
-    """Whether a phase's random draws take more than half its bound (its products at the matmul,
-    its draws at the generator's rate): then the draws, not the products, bound it."""
-    return phase.get("products_share_of_bound", 1.0) < 0.5
+def _judged(phase: dict) -> tuple[float, str]:
+    """The fraction a phase is judged by, and how it reads: a phase that draws random numbers
+    against its bound (its products at the matmul plus its draws at the generator's rate: the
+    least time this machine allows it), any other against the matmul alone."""
+    if "products_share_of_bound" in phase:
+        return phase["fraction_of_bound"], (f"{phase['fraction_of_bound']:.2f} of its bound "
+                                            f"({phase['fraction_of_matmul']:.2f} of the matmul)")
+    return phase["fraction_of_matmul"], f"{phase['fraction_of_matmul']:.2f}"
 
 
 def _matmul_verdict(record: dict) -> str:
-    """The lines on the target: each matmul-bound phase's fraction of the matmul, the lowest, met
-    or not; each phase bound by its random draws against its own bound (met at >= the same 0.5)."""
+    """The lines on the target: each matmul-bound phase's fraction (of its bound for a phase that
+    draws, :func:`_judged`), the lowest, met or not; then, for each phase whose draws take a tenth
+    of its bound or more, what its bound is made of."""
     phases = {name: phase for name, phase in record["phases"].items()
               if name in MATMUL_BOUND and "fraction_of_matmul" in phase}
-    fractions = {name: phase["fraction_of_matmul"] for name, phase in phases.items() if not _draw_bound(phase)}
     if not phases:
         return "Matmul-bound phases: none timed."
-    lines = []
-    if fractions:
-        lowest = min(fractions, key=fractions.get)
-        met = fractions[lowest] >= MATMUL_TARGET
-        lines.append(f"Matmul-bound phases (target >= {MATMUL_TARGET} of the same run's matmul): "
-                     + ", ".join(f"{name} {value:.2f}" for name, value in fractions.items())
-                     + f"; lowest {lowest} {fractions[lowest]:.2f}: **{'met' if met else 'NOT met'}**.")
+    judged = {name: _judged(phase) for name, phase in phases.items()}
+    lowest = min(judged, key=lambda name: judged[name][0])
+    met = judged[lowest][0] >= MATMUL_TARGET
+    lines = [f"Matmul-bound phases (target >= {MATMUL_TARGET} of the same run's matmul; a phase that draws random "
+             "numbers, of its bound: its products at the matmul plus its draws at the generator's rate): "
+             + ", ".join(f"{name} {text}" for name, (_, text) in judged.items())
+             + f"; lowest {lowest} {judged[lowest][1]}: **{'met' if met else 'NOT met'}**."]
     for name, phase in phases.items():
-        if _draw_bound(phase):
-            met = phase["fraction_of_bound"] >= MATMUL_TARGET
+        if phase.get("products_share_of_bound", 1.0) <= 0.9:
             lines.append(
-                f"{name} is bound by its random draws: {phase['normals_per_call'] / 1e6:.1f} M standard normals and "
+                f"{name}: {phase['normals_per_call'] / 1e6:.1f} M standard normals and "
                 f"{phase['uniforms_per_call'] / 1e6:.1f} M uniforms a call at the generator's rate measured in the same "
                 f"process ({record['normals_per_second'] / 1e6:.0f} M and {record['uniforms_per_second'] / 1e6:.0f} M a "
-                f"second) take {1 - phase['products_share_of_bound']:.0%} of its bound of {phase['bound_seconds']:.2f} s "
-                f"(with its products at the matmul); it runs at **{phase['fraction_of_bound']:.2f} of that bound** "
-                f"({phase['fraction_of_matmul']:.2f} of the matmul): {'met' if met else '**NOT met**'}.")
+                f"second) take {1 - phase['products_share_of_bound']:.0%} of its bound of {phase['bound_seconds']:.2f} s.")
     return "\n".join(lines)
 
 
