@@ -240,7 +240,8 @@ def composed_release(
       full-rank noise, the shrinkage, the sum and the clip, about ten passes, most in float64) runs
       by chunks of rows of :data:`CHUNK_ELEMENTS`, so each pass reads what the previous one left in
       the cache instead of memory (without autograd; with it, the learned block is formed whole for
-      the backward).
+      the backward).  The fixed blocks' normals are drawn chunk by chunk too (:func:`_draw_spans`),
+      the values of one draw of the whole block.
 
     ``pool``: the weights w of the m fixed copies: the release is then [z, x_L] (B, 2|Q|), z = sum_b
     w_b x_b the fixed copies pooled, bit for bit :func:`bngp.release.mechanism.pool_copies` of

@@ -27,7 +27,7 @@ Per phase it reports:
 - a verdict on the issue's ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
   products (:data:`MATMUL_BOUND`); a phase that also draws random numbers is judged against its
   bound (its products at the matmul plus its draws at the generator's rate, the least time this
-  machine allows it: a composed release's m |Q| normals a draw are 44% of it at paper scale), like
+  machine allows it: a composed release's m |Q| normals a draw are 45% of it at paper scale), like
   the decompositions against theirs; both fractions are reported.
 
 ``--device cuda`` trains on the GPU (:mod:`bngp.device`): the matmul references are then the
