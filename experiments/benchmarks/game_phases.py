@@ -24,6 +24,12 @@ Per phase it reports:
   the fixed Gaussian noise; :func:`phase_draws`), their bound: their products at the matmul plus
   their draws at the rate of the CPU generator measured in the same process
   (:func:`bngp.timing.draw_rates`), and the share of it their products take;
+- the references (matmul float32 and float64, matrix-vector bandwidth, the generator's rates) are
+  measured at the start of the run and again after every in-game refit
+  (:data:`IN_RUN_REPEATS`, outside every timed phase; :func:`measure_one`): a run lasts from
+  seconds to 25 minutes and this shared host's speed drifts by a quarter within one, so each
+  phase, timed over the whole run, is judged against the median of the run's samples; the
+  fractions against the start-of-run references alone are kept beside them;
 - a verdict on the issue's ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
   products (:data:`MATMUL_BOUND`); a phase that also draws random numbers is judged against its
   bound (its products at the matmul plus its draws at the generator's rate, the least time this
@@ -90,6 +96,12 @@ PHASES = ("refit: releases", "refit: fit", "selection", "attacker steps", "defen
 #: the LAPACK decompositions inside the ridge fits, timed as phases nested in theirs (:mod:`bngp.timing`):
 #: half of their FLOPs are matrix-vector products, bound by memory bandwidth, judged against their own bound.
 DECOMPOSITIONS = ("tridiagonal reduction", "eigendecomposition")
+#: timed products (or draws) per reference sampled after each in-game refit: about 4 s a sample on
+#: the 2-core CPU (the start-of-run references take the helpers' defaults, about 12 s).
+IN_RUN_REPEATS = 2
+#: the keys of one sample of the references (:func:`references`), as the records store them.
+REFERENCE_KEYS = ("matmul_gflops_float32", "matmul_gflops_float64", "matvec_gbytes_per_second",
+                  "normals_per_second", "uniforms_per_second")
 
 
 def _is_decomposition(name: str) -> bool:
@@ -280,12 +292,78 @@ def _add_flops(phases: dict, flops: dict[str, float], peak32: float, peak64: flo
                              products_share_of_bound=products / bound, fraction_of_bound=bound / phase["seconds_per_call"])
 
 
+def references(where: "torch.device", repeats: int | None = None) -> dict[str, float | None]:
+    """The yardsticks measured now (:data:`REFERENCE_KEYS`): the float32 and float64 matmul of
+    ``where`` (GFLOP/s), the CPU's matrix-vector bandwidth (GB/s; None on a GPU) and the CPU
+    generator's normals and uniforms a second (the games draw there whatever the device,
+    :mod:`bngp.rng`); ``repeats`` timed products or draws each (None: the helpers' defaults)."""
+    import torch
+
+    more = {} if repeats is None else {"repeats": repeats}
+    peak32 = matmul_peak_flops(device=where, **more)
+    peak64 = matmul_peak_flops(dtype=torch.float64, device=where, **more)
+    bandwidth = matvec_bandwidth(**more) if where.type == "cpu" else None
+    normals, uniforms = draw_rates(**({} if repeats is None else {"repeats": max(1, repeats // 2)}))
+    return {"matmul_gflops_float32": peak32 / 1e9, "matmul_gflops_float64": peak64 / 1e9,
+            "matvec_gbytes_per_second": None if bandwidth is None else bandwidth / 1e9,
+            "normals_per_second": normals, "uniforms_per_second": uniforms}
+
+
+def run_references(record: dict) -> dict[str, float | None]:
+    """The references a record's phases are judged against: per key, the median of its start-of-run
+    value and its in-run samples (``in_run_references``; the start-of-run value alone in a record
+    made before they were sampled)."""
+    samples = [{key: record.get(key) for key in REFERENCE_KEYS}, *record.get("in_run_references", [])]
+    return {key: None if samples[0][key] is None else float(np.median([sample[key] for sample in samples]))
+            for key in REFERENCE_KEYS}
+
+
+def _sample_after_refits(game, where: "torch.device", samples: list[dict], seconds: list[float]) -> None:
+    """Make ``game`` sample the references (:data:`IN_RUN_REPEATS`) into ``samples`` after each of
+    its in-game refits, adding the time it takes to ``seconds[0]``: outside every timed phase (the
+    trainer times a refit's parts inside ``refit_attacker``, and nothing around it)."""
+    refit = game.refit_attacker
+
+    def refit_then_sample(*args, **kwargs):
+        refit(*args, **kwargs)
+        started = time.perf_counter()
+        samples.append(references(where, IN_RUN_REPEATS))
+        seconds[0] += time.perf_counter() - started
+
+    game.refit_attacker = refit_then_sample
+
+
+def _flops_against(phases: dict, game, refit_rows: int, refs: dict[str, float | None]) -> None:
+    """:func:`_add_flops` of ``phases`` against the references ``refs`` (:data:`REFERENCE_KEYS`)."""
+    bandwidth = refs.get("matvec_gbytes_per_second")
+    rates = None if refs.get("normals_per_second") is None else (refs["normals_per_second"], refs["uniforms_per_second"])
+    _add_flops(phases, phase_flops(game, refit_rows), refs["matmul_gflops_float32"] * 1e9,
+               refs["matmul_gflops_float64"] * 1e9, None if bandwidth is None else bandwidth * 1e9,
+               _decomposition(refit_rows, game.attacker_spec.n_outputs)[1], phase_draws(game, refit_rows), rates)
+
+
+def _judge(record: dict, game) -> None:
+    """Fill the FLOP columns of ``record``'s phases against the run's references
+    (:func:`run_references`), and keep each judged fraction against the start-of-run references
+    alone as ``at_start``."""
+    start = {key: record.get(key) for key in REFERENCE_KEYS}
+    alone = {name: {key: value for key, value in phase.items() if key in ("seconds_per_call",)}
+             for name, phase in record["phases"].items()}
+    _flops_against(alone, game, record["refit_rows"], start)
+    _flops_against(record["phases"], game, record["refit_rows"], run_references(record))
+    for name, phase in record["phases"].items():
+        phase.pop("at_start", None)
+        kept = {key: alone[name][key] for key in ("fraction_of_matmul", "fraction_of_bound") if key in alone[name]}
+        if kept:
+            phase["at_start"] = kept
+
+
 def measure_one(individuals: int, attributes: int, steps: int | None, fresh_check_steps: int, threads: int, seed: int,
                 overrides: dict[str, int | float] | None = None, composition: int = 1, device: str = "cpu") -> dict:
     """Train one size in this process and return its phase record; ``steps`` None trains the
-    default run itself (its budget and any early stop) and reports its own calls."""
-    import torch
-
+    default run itself (its budget and any early stop) and reports its own calls.  The references
+    (:func:`references`) are measured before the game and after each of its refits
+    (:func:`_sample_after_refits`); the phases are judged against their medians (:func:`_judge`)."""
     from bngp.game import GameConfig
     from bngp.ridge import default_shadow_releases
     from bngp.device import resolve_device
@@ -293,11 +371,11 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
 
     set_threads(threads)
     where = resolve_device(device)
-    peak32 = matmul_peak_flops(device=where)
-    peak64 = matmul_peak_flops(dtype=torch.float64, device=where)
-    bandwidth = matvec_bandwidth() if where.type == "cpu" else None
-    rates = draw_rates()  # the games draw on CPU generators whatever the device (bngp.rng)
+    start = references(where)
     game = _game(individuals, attributes, composition, seed, steps, fresh_check_steps, overrides, where)
+    samples: list[dict] = []
+    sampling = [0.0]
+    _sample_after_refits(game, where, samples, sampling)
     config, members = game.config, individuals // 2
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
@@ -318,9 +396,7 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         calls = timing["calls"] if full else budget_calls[parent] * timing["calls"] / timings[parent]["calls"]
         phases[name] = {"seconds": timing["seconds"], "calls": timing["calls"], "seconds_per_call": per_call,
                         "default_calls": calls, "default_seconds": per_call * calls}
-    _add_flops(phases, phase_flops(game, refit_rows), peak32, peak64, bandwidth,
-               _decomposition(refit_rows, game.attacker_spec.n_outputs)[1], phase_draws(game, refit_rows), rates)
-    return {
+    record = {
         "individuals": individuals,
         "attributes": attributes,
         "composition": composition,
@@ -335,11 +411,9 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         "refit_rows": refit_rows,
         "threads": threads,
         "device": device_description(where),
-        "matmul_gflops_float32": peak32 / 1e9,
-        "matmul_gflops_float64": peak64 / 1e9,
-        "matvec_gbytes_per_second": None if bandwidth is None else bandwidth / 1e9,
-        "normals_per_second": rates[0],
-        "uniforms_per_second": rates[1],
+        **start,  # the references at the start of the run
+        "in_run_references": samples,
+        "in_run_sampling_seconds": sampling[0],
         "wall_seconds": wall,
         "projected_default_seconds": sum(p["default_seconds"] for p in phases.values()),
         "peak_memory_gib": peak_memory_gib(),
@@ -351,6 +425,8 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         "seed": seed,
         "overrides": overrides or {},
     }
+    _judge(record, game)
+    return record
 
 
 def _exponent(sizes: list[float], seconds: list[float]) -> float | None:
@@ -412,23 +488,54 @@ def _matmul_verdict(record: dict) -> str:
     judged = {name: _judged(phase) for name, phase in phases.items()}
     lowest = min(judged, key=lambda name: judged[name][0])
     met = judged[lowest][0] >= MATMUL_TARGET
-    lines = [f"Matmul-bound phases (target >= {MATMUL_TARGET} of the same run's matmul; a phase that draws random "
+    sampled = bool(record.get("in_run_references"))
+    against = "the run's references (the medians above)" if sampled else "the same run's matmul"
+    lines = [f"Matmul-bound phases (target >= {MATMUL_TARGET} of {against}; a phase that draws random "
              "numbers, of its bound: its products at the matmul plus its draws at the generator's rate): "
              + ", ".join(f"{name} {text}" for name, (_, text) in judged.items())
              + f"; lowest {lowest} {judged[lowest][1]}: **{'met' if met else 'NOT met'}**."]
+    if sampled:
+        at_start = {name: phase["at_start"].get("fraction_of_bound", phase["at_start"].get("fraction_of_matmul"))
+                    for name, phase in phases.items() if "at_start" in phase}
+        first = min(at_start, key=at_start.get)
+        lines.append(f"Against the start-of-run references alone: lowest {first} {at_start[first]:.2f}: "
+                     f"{'met' if at_start[first] >= MATMUL_TARGET else 'NOT met'}.")
+    refs = run_references(record) if "matmul_gflops_float32" in record else record
     for name, phase in phases.items():
         if phase.get("products_share_of_bound", 1.0) <= 0.9:
             lines.append(
                 f"{name}: {phase['normals_per_call'] / 1e6:.1f} M standard normals and "
                 f"{phase['uniforms_per_call'] / 1e6:.1f} M uniforms a call at the generator's rate measured in the same "
-                f"process ({record['normals_per_second'] / 1e6:.0f} M and {record['uniforms_per_second'] / 1e6:.0f} M a "
+                f"process ({refs['normals_per_second'] / 1e6:.0f} M and {refs['uniforms_per_second'] / 1e6:.0f} M a "
                 f"second) take {1 - phase['products_share_of_bound']:.0%} of its bound of {phase['bound_seconds']:.2f} s.")
     return "\n".join(lines)
 
 
+def _references_line(record: dict) -> str:
+    """``matmul ... GFLOP/s (float32), ... (float64)``: at the start of the run, and with in-run
+    samples the medians judged by and their ranges, and the seconds the sampling took."""
+    line = (f"matmul {record['matmul_gflops_float32']:.1f} GFLOP/s (float32), {record['matmul_gflops_float64']:.1f} "
+            "(float64)")
+    samples = record.get("in_run_references")
+    if not samples:
+        return line
+    refs = run_references(record)
+
+    def spread(key: str) -> str:
+        values = [record[key], *(sample[key] for sample in samples)]
+        return f"{refs[key]:.1f} ({min(values):.1f}-{max(values):.1f})"
+
+    bandwidth = "" if refs["matvec_gbytes_per_second"] is None else (
+        f", matrix-vector {spread('matvec_gbytes_per_second')} GB/s")
+    return (f"{line} at the start; judged against the medians of the start and {len(samples)} samples after the "
+            f"refits: matmul {spread('matmul_gflops_float32')} and {spread('matmul_gflops_float64')}{bandwidth}, "
+            f"{refs['normals_per_second'] / 1e6:.0f} M normals a second (sampling {record['in_run_sampling_seconds']:.0f} s, "
+            "in no phase)")
+
+
 def _decomposition_lines(record: dict) -> list[str]:
     """A line per timed decomposition: its time per call against its bound on this machine."""
-    bandwidth = record.get("matvec_gbytes_per_second")
+    bandwidth = run_references(record)["matvec_gbytes_per_second"]
     lines = []
     for name, phase in record["phases"].items():
         if "fraction_of_bound" in phase and _is_decomposition(name):
@@ -454,7 +561,7 @@ def markdown(report: dict) -> str:
         f"{report.get('device', 'cpu')}). Default game "
         f"(`GameConfig()`, kappa 1.5); {budget}"
         "`of peak`: achieved FLOP/s over the matmul FLOP/s measured in the same process (float32 for the "
-        "networks, float64 for the ridge fit).",
+        "networks, float64 for the ridge fit; with in-run samples, the median of the run's).",
         "",
     ]
     for record in report["records"]:
@@ -470,8 +577,7 @@ def markdown(report: dict) -> str:
         lines += [
             f"## K = {record['individuals']}, |Q| = {record['attributes']}, N = {record['members']}{composed}",
             "",
-            f"device {record.get('device', 'cpu')}; matmul {record['matmul_gflops_float32']:.1f} GFLOP/s (float32), "
-            f"{record['matmul_gflops_float64']:.1f} (float64); measured run {record['wall_seconds']:.1f} s ({record['steps']} steps{_stop(record)}); peak memory "
+            f"device {record.get('device', 'cpu')}; {_references_line(record)}; measured run {record['wall_seconds']:.1f} s ({record['steps']} steps{_stop(record)}); peak memory "
             f"{record['peak_memory_gib']:.2f} GiB{_device_memory(record)}; **{'default run (measured, timed phases)' if record.get('full_default_run') else 'projected default run'} "
             f"{record['projected_default_seconds']:.0f} s**{verdict}; refit on {record['refit_rows']} releases.",
             "",
@@ -513,7 +619,7 @@ def _overrides(settings: list[str]) -> dict[str, bool | int | float]:
 
 
 def recount(source: Path, out: Path) -> int:
-    """Recompute the FLOP columns of the report ``source`` (its measured seconds and matmul peaks
+    """Recompute the FLOP columns of the report ``source`` (its measured seconds and references
     kept) with this version's FLOP model, and write it to ``out``."""
     from bngp.io_utils import write_json, write_text
 
@@ -521,13 +627,7 @@ def recount(source: Path, out: Path) -> int:
     for record in report["records"]:
         game = _game(record["individuals"], record["attributes"], record.get("composition", 1), record["seed"],
                      record["steps"], record["fresh_check_steps"], record.get("overrides"))
-        bandwidth = record.get("matvec_gbytes_per_second")
-        rates = (record["normals_per_second"], record["uniforms_per_second"]) if "normals_per_second" in record else None
-        _add_flops(record["phases"], phase_flops(game, record["refit_rows"]),
-                   record["matmul_gflops_float32"] * 1e9, record["matmul_gflops_float64"] * 1e9,
-                   None if bandwidth is None else bandwidth * 1e9,
-                   _decomposition(record["refit_rows"], game.attacker_spec.n_outputs)[1],
-                   phase_draws(game, record["refit_rows"]), rates)
+        _judge(record, game)
     report["command"] += "; FLOP columns recounted by python experiments/benchmarks/game_phases.py --recount"
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "game_phases.json", report)

@@ -11,7 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "benchmarks"))
 
-from game_phases import MATMUL_BOUND, _add_flops, _game, _matmul_verdict, _refit_fit_flops, _size, main, phase_draws  # noqa: E402
+from game_phases import (  # noqa: E402
+    MATMUL_BOUND, REFERENCE_KEYS, _add_flops, _game, _judge, _matmul_verdict, _references_line, _refit_fit_flops, _size,
+    main, phase_draws, run_references)
 
 
 def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
@@ -74,6 +76,48 @@ def test_a_phase_that_draws_is_judged_against_its_own_bound():
     assert "lowest refit: releases 0.45 of its bound (0.25 of the matmul): **NOT met**." in _matmul_verdict({"phases": phases, **rates})
 
 
+def _references(matmul32: float, normals: float) -> dict[str, float]:
+    return {"matmul_gflops_float32": matmul32, "matmul_gflops_float64": matmul32 / 2, "matvec_gbytes_per_second": 10.0,
+            "normals_per_second": normals, "uniforms_per_second": normals}
+
+
+def test_the_run_references_are_the_medians_of_the_start_and_the_in_run_samples():
+    """Per key, the median of the start-of-run value and the samples after the refits (three
+    values 100, 80, 90 -> 90); a record without samples (made before they were taken) keeps its start."""
+    record = {**_references(100.0, 200e6), "in_run_references": [_references(80.0, 150e6), _references(90.0, 300e6)]}
+    assert run_references(record) == {**_references(90.0, 200e6), "matmul_gflops_float64": 45.0}
+    del record["in_run_references"]
+    assert run_references(record) == _references(100.0, 200e6)
+    assert set(run_references(record)) == set(REFERENCE_KEYS)
+
+
+def test_phases_are_judged_against_the_in_run_medians_and_the_start_is_kept_beside():
+    """A host that slowed down after the start: 55 GFLOP/s is 0.44 of the start's 125 GFLOP/s
+    (NOT met) but 0.55 of the run's median 100 (met); both are reported."""
+    game = _game(30, 60, 1, 0, 2, 0, None)
+    record = {**_references(125.0, 200e6), "in_run_references": [_references(100.0, 200e6), _references(90.0, 200e6)],
+              "in_run_sampling_seconds": 12.0, "refit_rows": 500,
+              "phases": {"attacker steps": {"seconds_per_call": 1.0}, "held-out evaluation": {"seconds_per_call": 1.0}}}
+    _judge(record, game)
+    evaluation = record["phases"]["held-out evaluation"]
+    evaluation["seconds_per_call"] = evaluation["gflop_per_call"] / 55.0  # 55 GFLOP/s
+    _judge(record, game)
+    assert evaluation["fraction_of_matmul"] == pytest.approx(0.55)
+    assert evaluation["at_start"] == {"fraction_of_matmul": pytest.approx(0.44)}
+    steps = record["phases"]["attacker steps"]
+    assert steps["fraction_of_bound"] > steps["fraction_of_matmul"] and set(steps["at_start"]) == {
+        "fraction_of_matmul", "fraction_of_bound"}
+    steps["fraction_of_bound"], steps["at_start"]["fraction_of_bound"] = 0.9, 0.8
+    verdict = _matmul_verdict(record)
+    assert "target >= 0.5 of the run's references (the medians above)" in verdict
+    assert "lowest held-out evaluation 0.55: **met**." in verdict
+    assert "Against the start-of-run references alone: lowest held-out evaluation 0.44: NOT met." in verdict
+    line = _references_line(record)
+    assert line.startswith("matmul 125.0 GFLOP/s (float32), 62.5 (float64) at the start; judged against the medians")
+    assert "of the start and 2 samples after the refits: matmul 100.0 (90.0-125.0) and 50.0 (45.0-62.5)" in line
+    assert "(sampling 12 s, in no phase)" in line
+
+
 def test_sizes_parse_with_an_optional_composition():
     assert _size("800x5000") == (800, 5000, 1)
     assert _size("800x5000x5") == (800, 5000, 5)
@@ -97,6 +141,14 @@ def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
         assert record["phases"]["refit: fit"]["gflop_per_call"] > 0 and record["matmul_gflops_float32"] > 0
         assert record["device"] == "cpu" and record["peak_device_memory_gib"] == 0.0
         assert record["normals_per_second"] > 1e6 and record["phases"]["refit: releases"]["bound_seconds"] > 0
+        # the references were sampled again after the refit of step 0 (and any final scoring), and
+        # the phases are judged against the medians
+        assert record["in_run_references"] and record["in_run_sampling_seconds"] > 0
+        assert set(record["in_run_references"][0]) == set(REFERENCE_KEYS)
+        refs = run_references(record)
+        fit = record["phases"]["refit: fit"]
+        assert fit["fraction_of_matmul"] == pytest.approx(fit["gflops"] / refs["matmul_gflops_float64"])
+        assert "at_start" in fit
     # a composed release draws three times the normals for the same products: its draws weigh more
     assert (composed["phases"]["refit: releases"]["products_share_of_bound"]
             < plain["phases"]["refit: releases"]["products_share_of_bound"])
