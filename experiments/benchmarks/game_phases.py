@@ -347,8 +347,7 @@ def _judge(record: dict, game) -> None:
     (:func:`run_references`), and keep each judged fraction against the start-of-run references
     alone as ``at_start``."""
     start = {key: record.get(key) for key in REFERENCE_KEYS}
-    alone = {name: {key: value for key, value in phase.items() if key in ("seconds_per_call",)}
-             for name, phase in record["phases"].items()}
+    alone = {name: {"seconds_per_call": phase["seconds_per_call"]} for name, phase in record["phases"].items()}
     _flops_against(alone, game, record["refit_rows"], start)
     _flops_against(record["phases"], game, record["refit_rows"], run_references(record))
     for name, phase in record["phases"].items():
@@ -494,9 +493,9 @@ def _matmul_verdict(record: dict) -> str:
              "numbers, of its bound: its products at the matmul plus its draws at the generator's rate): "
              + ", ".join(f"{name} {text}" for name, (_, text) in judged.items())
              + f"; lowest {lowest} {judged[lowest][1]}: **{'met' if met else 'NOT met'}**."]
-    if sampled:
-        at_start = {name: phase["at_start"].get("fraction_of_bound", phase["at_start"].get("fraction_of_matmul"))
-                    for name, phase in phases.items() if "at_start" in phase}
+    at_start = {name: phase["at_start"].get("fraction_of_bound", phase["at_start"].get("fraction_of_matmul"))
+                for name, phase in phases.items() if "at_start" in phase}
+    if sampled and at_start:
         first = min(at_start, key=at_start.get)
         lines.append(f"Against the start-of-run references alone: lowest {first} {at_start[first]:.2f}: "
                      f"{'met' if at_start[first] >= MATMUL_TARGET else 'NOT met'}.")
