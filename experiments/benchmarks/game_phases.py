@@ -333,23 +333,26 @@ def _sample_after_refits(game, where: "torch.device", samples: list[dict], secon
     game.refit_attacker = refit_then_sample
 
 
-def _flops_against(phases: dict, game, refit_rows: int, refs: dict[str, float | None]) -> None:
-    """:func:`_add_flops` of ``phases`` against the references ``refs`` (:data:`REFERENCE_KEYS`)."""
+def _flops_against(phases: dict, counts: tuple[dict, float, dict], refs: dict[str, float | None]) -> None:
+    """:func:`_add_flops` of ``phases`` against the references ``refs`` (:data:`REFERENCE_KEYS`), with
+    ``counts`` = (FLOPs per phase, the decomposition's order, draws per phase) of the game."""
     bandwidth = refs.get("matvec_gbytes_per_second")
     rates = None if refs.get("normals_per_second") is None else (refs["normals_per_second"], refs["uniforms_per_second"])
-    _add_flops(phases, phase_flops(game, refit_rows), refs["matmul_gflops_float32"] * 1e9,
-               refs["matmul_gflops_float64"] * 1e9, None if bandwidth is None else bandwidth * 1e9,
-               _decomposition(refit_rows, game.attacker_spec.n_outputs)[1], phase_draws(game, refit_rows), rates)
+    flops, order, draws = counts
+    _add_flops(phases, flops, refs["matmul_gflops_float32"] * 1e9, refs["matmul_gflops_float64"] * 1e9,
+               None if bandwidth is None else bandwidth * 1e9, order, draws, rates)
 
 
 def _judge(record: dict, game) -> None:
     """Fill the FLOP columns of ``record``'s phases against the run's references
     (:func:`run_references`), and keep each judged fraction against the start-of-run references
     alone as ``at_start``."""
+    rows = record["refit_rows"]
+    counts = (phase_flops(game, rows), _decomposition(rows, game.attacker_spec.n_outputs)[1], phase_draws(game, rows))
     start = {key: record.get(key) for key in REFERENCE_KEYS}
     alone = {name: {"seconds_per_call": phase["seconds_per_call"]} for name, phase in record["phases"].items()}
-    _flops_against(alone, game, record["refit_rows"], start)
-    _flops_against(record["phases"], game, record["refit_rows"], run_references(record))
+    _flops_against(alone, counts, start)
+    _flops_against(record["phases"], counts, run_references(record))
     for name, phase in record["phases"].items():
         phase.pop("at_start", None)
         kept = {key: alone[name][key] for key in ("fraction_of_matmul", "fraction_of_bound") if key in alone[name]}
