@@ -55,7 +55,7 @@ are computed from CPU copies.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -911,6 +911,11 @@ def _fit_ahead(fit: Callable, draws: SharedDraws, start: int, maximum: int,
 #: :func:`logistic_calibration` stops when the Newton decrement is below this fraction of the objective.
 _NEWTON_DECREMENT = 1e-13
 
+#: :func:`logistic_calibration`'s elementwise passes run over spans of this many logits (256 KB of
+#: float64 a pass, so that the next pass finds it in the cache); a multiple of 64 keeps every span
+#: but the last aligned as the whole array is.
+_CALIBRATION_SPAN = 1 << 15
+
 
 def logistic_calibration(
     features: torch.Tensor, targets: torch.Tensor, iterations: int = 8, penalty: float = 1e-6
@@ -939,46 +944,22 @@ def logistic_calibration(
     cell run alone.
     """
     device = features.device
-    x = features.detach().reshape(features.shape[0], -1).to(torch.float64).cpu().numpy()
-    x = np.concatenate([x, np.ones((x.shape[0], 1))], axis=1)
-    y = targets.detach().reshape(-1).to(torch.float64).cpu().numpy()
-    n = y.size
-    ridge = np.full(x.shape[1], penalty)
-    ridge[-1] = 0.0
-    regulariser = np.diag(ridge) + 1e-12 * np.eye(x.shape[1])
-
-    # work arrays of n entries (and the Hessian's scaled features, laid out as x.T * w would be),
-    # reused by every evaluation and Newton step: at 10,000 x 800 logits (8 M) each fresh 64 MB
-    # temporary cost as much as the arithmetic on it; the same operations in the same order
-    z, shrunk, work, other = (np.empty(n) for _ in range(4))
-    scaled = np.empty(x.shape).T
-
-    def evaluate(params: np.ndarray) -> tuple[float, np.ndarray]:
-        """The objective and sigmoid(x @ params), both from one exp(-|z|)."""
-        np.matmul(x, params, out=z)
-        np.exp(np.negative(np.abs(z, out=shrunk), out=shrunk), out=shrunk)
-        loss = np.maximum(z, 0.0, out=work)
-        loss += np.log1p(shrunk, out=other)
-        loss -= np.multiply(y, z, out=other)
-        value = float(loss.mean() + 0.5 * (ridge * params**2).sum())
-        probabilities = np.where(z >= 0.0, 1.0, shrunk)
-        probabilities /= np.add(1.0, shrunk, out=work)
-        return value, probabilities
-
-    params = np.ones(x.shape[1])
+    columns = features.detach().reshape(features.shape[0], -1).to(torch.float64).cpu().numpy()
+    objective = _LogisticObjective(columns, targets.detach().reshape(-1).to(torch.float64).cpu().numpy(), penalty)
+    # two buffers of probabilities: the accepted point's and a candidate's
+    buffers = [np.empty(objective.n), np.empty(objective.n)]
+    params = np.ones(columns.shape[1] + 1)
     params[-1] = 0.0
-    value, p = evaluate(params)
-    spread = float(np.std(x[:, :-1].sum(axis=1)))
+    value, p = objective.evaluate(params, buffers[0]), buffers[0]
+    spread = float(np.std(columns.sum(axis=1)))
     if spread > 1.0:  # saturated logits: start where they have unit spread, if that is better
         rescaled = params.copy()
         rescaled[:-1] /= spread
-        rescaled_value, rescaled_p = evaluate(rescaled)
+        rescaled_value = objective.evaluate(rescaled, buffers[1])
         if rescaled_value < value:
-            params, value, p = rescaled, rescaled_value, rescaled_p
+            params, value, p = rescaled, rescaled_value, buffers[1]
     for _ in range(iterations):
-        gradient = x.T @ np.subtract(p, y, out=work) / n + ridge * params
-        curvature = np.multiply(p, np.subtract(1.0, p, out=other), out=other)  # p (1 - p)
-        hessian = np.multiply(x.T, curvature, out=scaled) @ x / n + regulariser
+        gradient, hessian = objective.newton_system(params, p)
         step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
         if float(np.abs(step).max()) <= 1e-10 * (1.0 + float(np.abs(params).max())):
             break  # converged: a line search would only halve a null step twenty times
@@ -987,7 +968,8 @@ def logistic_calibration(
         length = 1.0
         while length > 1e-6:
             candidate = params - length * step
-            candidate_value, candidate_p = evaluate(candidate)
+            candidate_p = buffers[1] if p is buffers[0] else buffers[0]
+            candidate_value = objective.evaluate(candidate, candidate_p)
             if candidate_value < value:
                 params, value, p = candidate, candidate_value, candidate_p
                 break
@@ -995,6 +977,65 @@ def logistic_calibration(
         else:
             break
     return torch.from_numpy(params).to(device)
+
+
+class _LogisticObjective:
+    """The objective of :func:`logistic_calibration`, mean_i [log(1 + e^{z_i}) - y_i z_i] +
+    penalty / 2 * ||a||^2 with z = x @ (a, c), x = [features, 1], its probabilities sigmoid(z) and
+    its Newton system, on float64 arrays of n entries made once and reused: at 10,000 x 800 logits
+    (8 M) each fresh 64 MB temporary cost as much as the arithmetic on it.
+
+    The elementwise passes run over spans of :data:`_CALIBRATION_SPAN` entries, each pass reading
+    what the previous one left in the cache.  Every element gets the operations that passes over
+    whole arrays give it, and every reduction (the mean of the losses, the products with x) is
+    taken over whole arrays as before, so the results have the bits of whole-array passes (a test
+    checks them against such a reference)."""
+
+    def __init__(self, features: np.ndarray, targets: np.ndarray, penalty: float) -> None:
+        self.x = np.concatenate([features, np.ones((features.shape[0], 1))], axis=1)
+        self.y = targets
+        self.n = targets.size
+        self.ridge = np.full(self.x.shape[1], penalty)
+        self.ridge[-1] = 0.0
+        self.regulariser = np.diag(self.ridge) + 1e-12 * np.eye(self.x.shape[1])
+        self.z, self.work = np.empty(self.n), np.empty(self.n)
+        self.scaled = np.empty(self.x.shape).T  # x.T scaled by the curvature, laid out as x.T * w would be
+        self.span = max(1, min(self.n, _CALIBRATION_SPAN))
+        self.shrunk, self.term = np.empty(self.span), np.empty(self.span)
+        self.nonnegative = np.empty(self.span, dtype=bool)
+
+    def _spans(self) -> Iterator[tuple[int, int]]:
+        return ((start, min(start + self.span, self.n)) for start in range(0, self.n, self.span))
+
+    def evaluate(self, params: np.ndarray, probabilities: np.ndarray) -> float:
+        """The objective at ``params``; sigmoid(z) is written to ``probabilities`` (n,).  Both come
+        from one e = exp(-|z|): the loss max(z, 0) + log1p(e) - y z and the probability
+        (1 if z >= 0 else e) / (1 + e)."""
+        np.matmul(self.x, params, out=self.z)
+        for start, stop in self._spans():
+            z, e, t = self.z[start:stop], self.shrunk[: stop - start], self.term[: stop - start]
+            loss, p = self.work[start:stop], probabilities[start:stop]
+            np.exp(np.negative(np.abs(z, out=e), out=e), out=e)
+            np.maximum(z, 0.0, out=loss)
+            loss += np.log1p(e, out=t)
+            loss -= np.multiply(self.y[start:stop], z, out=t)
+            # the numerator without a branch an element: max(e, [z >= 0]), as e <= 1 (a NaN z gives NaN)
+            np.maximum(e, np.greater_equal(z, 0.0, out=self.nonnegative[: stop - start]), out=p)
+            p /= np.add(1.0, e, out=t)
+        return float(self.work.mean() + 0.5 * (self.ridge * params**2).sum())
+
+    def newton_system(self, params: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The gradient x^T (p - y) / n + penalty (a, 0) and the Hessian x^T diag(p (1 - p)) x / n +
+        diag(penalty, ..., penalty, 0) + 1e-12 I at ``params`` with p = ``probabilities`` (its :meth:`evaluate`)."""
+        for start, stop in self._spans():
+            p, t = probabilities[start:stop], self.term[: stop - start]
+            np.subtract(p, self.y[start:stop], out=self.work[start:stop])
+            np.multiply(p, np.subtract(1.0, p, out=t), out=t)
+            # a strided pass a column takes half the time of one two-dimensional strided pass
+            for column, row in zip(self.x[start:stop].T, self.scaled[:, start:stop]):
+                np.multiply(column, t, out=row)
+        gradient = self.x.T @ self.work / self.n + self.ridge * params
+        return gradient, self.scaled @ self.x / self.n + self.regulariser
 
 
 def affine_calibration(logits: torch.Tensor, b: torch.Tensor, iterations: int = 8) -> tuple[float, float]:

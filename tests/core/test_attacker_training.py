@@ -13,6 +13,7 @@ from bngp.game import Game, GameConfig
 from bngp.release.mechanism import ComposedMechanism, SummaryStatistics
 from bngp.metrics import auc, release_aucs
 from bngp.attacks.network import AttackerSpec, block_inversion_head
+import bngp.ridge as ridge_module
 from bngp.ridge import affine_calibration, logistic_calibration
 
 
@@ -120,6 +121,98 @@ def test_logistic_calibration_matches_scikit_learn_and_never_overshoots():
     loss = nn.BCEWithLogitsLoss()
     assert float(loss(scale * logits + shift, labels)) <= float(loss(logits, labels)) + 1e-6
 
+
+
+def _whole_array_objective(features: np.ndarray, y: np.ndarray, penalty: float = 1e-6):
+    """Slow reference for :func:`bngp.ridge.logistic_calibration`'s objective: (evaluate, newton_system)
+    with every pass over whole arrays (the code before its passes ran span by span)."""
+    x = np.concatenate([features, np.ones((features.shape[0], 1))], axis=1)
+    ridge = np.full(x.shape[1], penalty)
+    ridge[-1] = 0.0
+
+    def evaluate(params):
+        z = x @ params
+        shrunk = np.exp(-np.abs(z))
+        value = float((np.maximum(z, 0.0) + np.log1p(shrunk) - y * z).mean() + 0.5 * (ridge * params**2).sum())
+        return value, np.where(z >= 0.0, 1.0, shrunk) / (1.0 + shrunk)
+
+    def newton_system(params, p):
+        scaled = np.empty(x.shape).T
+        hessian = np.multiply(x.T, p * (1.0 - p), out=scaled) @ x / y.size + (np.diag(ridge) + 1e-12 * np.eye(x.shape[1]))
+        return x.T @ (p - y) / y.size + ridge * params, hessian
+
+    return evaluate, newton_system
+
+
+def _whole_array_calibration(features: np.ndarray, y: np.ndarray, iterations: int = 8) -> np.ndarray:
+    """The damped Newton steps of :func:`bngp.ridge.logistic_calibration` on :func:`_whole_array_objective`."""
+    evaluate, newton_system = _whole_array_objective(features, y)
+    params = np.ones(features.shape[1] + 1)
+    params[-1] = 0.0
+    value, p = evaluate(params)
+    spread = float(np.std(features.sum(axis=1)))
+    if spread > 1.0:
+        rescaled = params.copy()
+        rescaled[:-1] /= spread
+        rescaled_value, rescaled_p = evaluate(rescaled)
+        if rescaled_value < value:
+            params, value, p = rescaled, rescaled_value, rescaled_p
+    for _ in range(iterations):
+        gradient, hessian = newton_system(params, p)
+        step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
+        if float(np.abs(step).max()) <= 1e-10 * (1.0 + float(np.abs(params).max())):
+            break
+        if float(gradient @ step) <= 1e-13 * (1.0 + abs(value)):
+            break
+        length = 1.0
+        while length > 1e-6:
+            candidate = params - length * step
+            candidate_value, candidate_p = evaluate(candidate)
+            if candidate_value < value:
+                params, value, p = candidate, candidate_value, candidate_p
+                break
+            length /= 2
+        else:
+            break
+    return params
+
+
+@pytest.mark.parametrize("span", [64, 1000, ridge_module._CALIBRATION_SPAN])
+def test_logistic_calibration_by_spans_has_the_bits_of_whole_array_passes(monkeypatch, span):
+    """The elementwise passes run span by span (for the cache), and the probabilities are formed
+    without a branch; the objective, its probabilities, its Newton system and the fitted weights
+    have the whole-array reference's bits: spans that do not divide n, several features,
+    saturated logits (the rescaled start), separable data, logits so far in the tails that
+    exp(-|z|) underflows to 0, and z = +-0, +-inf and NaN in the objective."""
+    monkeypatch.setattr(ridge_module, "_CALIBRATION_SPAN", span)
+    rng = np.random.default_rng(5)
+    for n, m, kind in [(7, 1, "plain"), (10_007, 1, "plain"), (10_007, 3, "plain"), (9_001, 1, "saturated"),
+                       (9_001, 2, "separable"), (5_003, 1, "extreme"), (70_001, 1, "plain")]:
+        y = (rng.random(n) < 0.4).astype(np.float64)
+        features = rng.normal(size=(n, m)) + 0.4 * (y[:, None] - 0.5)
+        if kind == "saturated":
+            features *= 1500.0
+        elif kind == "separable":
+            features = (y[:, None] - 0.5) * np.array([[3.0, 40.0]]) + 0.01 * rng.normal(size=(n, m))
+        elif kind == "extreme":
+            features[rng.random((n, m)) < 0.1] = 900.0
+            features[rng.random((n, m)) < 0.1] = -900.0
+            features[:6, 0] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300]
+        evaluate, newton_system = _whole_array_objective(features, y)
+        objective = ridge_module._LogisticObjective(features, y, 1e-6)
+        for params in (np.r_[np.ones(m), 0.0], rng.normal(size=m + 1)):
+            with np.errstate(invalid="ignore"):  # inf - inf in the losses of z = +-inf
+                value, probabilities = evaluate(params)
+                mine = np.full(n, -1.0)
+                assert objective.evaluate(params, mine) == value or np.isnan(value)
+            np.testing.assert_array_equal(mine.view(np.int64), probabilities.view(np.int64))
+            if kind != "extreme":  # (the Newton system of NaN probabilities is NaN)
+                for got, expected in zip(objective.newton_system(params, mine), newton_system(params, probabilities)):
+                    np.testing.assert_array_equal(got.view(np.int64), expected.view(np.int64))
+        if kind == "extreme":
+            features[:6, 0] = 0.0
+        params = logistic_calibration(torch.from_numpy(features), torch.from_numpy(y)).numpy()
+        np.testing.assert_array_equal(params, _whole_array_calibration(features, y), err_msg=f"{n} x {m}, {kind}")
 
 
 def test_affine_calibration_of_saturated_logits_reaches_the_optimum():
