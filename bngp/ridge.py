@@ -951,7 +951,7 @@ def logistic_calibration(
     params = np.ones(columns.shape[1] + 1)
     params[-1] = 0.0
     value, p = objective.evaluate(params, buffers[0]), buffers[0]
-    spread = float(np.std(columns.sum(axis=1)))
+    spread = float(np.std(columns[:, 0] if columns.shape[1] == 1 else columns.sum(axis=1)))  # (one feature: no sum)
     if spread > 1.0:  # saturated logits: start where they have unit spread, if that is better
         rescaled = params.copy()
         rescaled[:-1] /= spread
