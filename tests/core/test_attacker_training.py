@@ -144,44 +144,11 @@ def _whole_array_objective(features: np.ndarray, y: np.ndarray, penalty: float =
     return evaluate, newton_system
 
 
-def _whole_array_calibration(features: np.ndarray, y: np.ndarray, iterations: int = 8) -> np.ndarray:
-    """The damped Newton steps of :func:`bngp.ridge.logistic_calibration` on :func:`_whole_array_objective`."""
-    evaluate, newton_system = _whole_array_objective(features, y)
-    params = np.ones(features.shape[1] + 1)
-    params[-1] = 0.0
-    value, p = evaluate(params)
-    spread = float(np.std(features.sum(axis=1)))
-    if spread > 1.0:
-        rescaled = params.copy()
-        rescaled[:-1] /= spread
-        rescaled_value, rescaled_p = evaluate(rescaled)
-        if rescaled_value < value:
-            params, value, p = rescaled, rescaled_value, rescaled_p
-    for _ in range(iterations):
-        gradient, hessian = newton_system(params, p)
-        step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
-        if float(np.abs(step).max()) <= 1e-10 * (1.0 + float(np.abs(params).max())):
-            break
-        if float(gradient @ step) <= 1e-13 * (1.0 + abs(value)):
-            break
-        length = 1.0
-        while length > 1e-6:
-            candidate = params - length * step
-            candidate_value, candidate_p = evaluate(candidate)
-            if candidate_value < value:
-                params, value, p = candidate, candidate_value, candidate_p
-                break
-            length /= 2
-        else:
-            break
-    return params
-
-
 @pytest.mark.parametrize("span", [64, 1000, ridge_module._CALIBRATION_SPAN])
 def test_logistic_calibration_by_spans_has_the_bits_of_whole_array_passes(monkeypatch, span):
     """The elementwise passes run span by span (for the cache), and the probabilities are formed
-    without a branch; the objective, its probabilities, its Newton system and the fitted weights
-    have the whole-array reference's bits: spans that do not divide n, several features,
+    without a branch; the objective, its probabilities and its Newton system have the whole-array
+    reference's bits, and the fitted weights those of a single span covering every logit: spans that do not divide n, several features,
     saturated logits (the rescaled start), separable data, logits so far in the tails that
     exp(-|z|) underflows to 0, and z = +-0, +-inf and NaN in the objective."""
     monkeypatch.setattr(ridge_module, "_CALIBRATION_SPAN", span)
@@ -212,7 +179,10 @@ def test_logistic_calibration_by_spans_has_the_bits_of_whole_array_passes(monkey
         if kind == "extreme":
             features[:6, 0] = 0.0
         params = logistic_calibration(torch.from_numpy(features), torch.from_numpy(y)).numpy()
-        np.testing.assert_array_equal(params, _whole_array_calibration(features, y), err_msg=f"{n} x {m}, {kind}")
+        monkeypatch.setattr(ridge_module, "_CALIBRATION_SPAN", n)  # one span: passes over whole arrays
+        whole = logistic_calibration(torch.from_numpy(features), torch.from_numpy(y)).numpy()
+        monkeypatch.setattr(ridge_module, "_CALIBRATION_SPAN", span)
+        np.testing.assert_array_equal(params, whole, err_msg=f"{n} x {m}, {kind}")
 
 
 def test_affine_calibration_of_saturated_logits_reaches_the_optimum():
