@@ -37,8 +37,9 @@ __all__ = [
 _EXACT_INT8_INDIVIDUALS = (1 << 24) // 128
 
 #: elements of one row chunk of elementwise work on the CPU (f(D)'s division here, a release's noise
-#: arithmetic in :func:`bngp.defenses.network.composed_release`): its float64 temporaries (1 MiB
-#: each) stay in a core's cache from one pass to the next.
+#: arithmetic in :func:`bngp.defenses.network.composed_release`, and a quarter of it the spans of
+#: :func:`bngp.ridge.logistic_calibration`): its float64 temporaries (1 MiB each) stay in a core's
+#: cache from one pass to the next.
 CHUNK_ELEMENTS = 1 << 17
 
 #: genotype entries converted to float64 at once by the numpy f(D) (16 MB: bounds its memory).
