@@ -23,7 +23,14 @@ from bngp.errors import InputError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DeviceName", "DEVICE_NAMES", "resolve_device", "to_cpu"]
+__all__ = ["CHUNK_ELEMENTS", "DeviceName", "DEVICE_NAMES", "resolve_device", "to_cpu"]
+
+#: elements of one chunk of elementwise work on the CPU, so that its float64 temporaries (1 MiB
+#: each) stay in a core's cache from one pass to the next: f(D)'s division
+#: (:meth:`bngp.release.mechanism.SummaryStatistics.statistic`), a release's noise arithmetic
+#: (:func:`bngp.defenses.network.composed_release`) and, a quarter of it, the spans of
+#: :func:`bngp.ridge.logistic_calibration`.
+CHUNK_ELEMENTS = 1 << 17
 
 #: "auto": CUDA when ``torch.cuda.is_available()``, else the CPU; "cpu"; "cuda" (the current CUDA device).
 DeviceName = Literal["auto", "cpu", "cuda"]

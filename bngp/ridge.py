@@ -62,9 +62,9 @@ import numpy as np
 import scipy.linalg
 import torch
 
+from bngp.device import CHUNK_ELEMENTS
 from bngp.errors import InputError
 from bngp.metrics import levelled_off, release_aucs
-from bngp.release.mechanism import CHUNK_ELEMENTS
 from bngp.timing import phase
 from bngp.workers import HelperResult, current_helper
 
@@ -913,7 +913,7 @@ def _fit_ahead(fit: Callable, draws: SharedDraws, start: int, maximum: int,
 _NEWTON_DECREMENT = 1e-13
 
 #: :func:`logistic_calibration`'s elementwise passes run over spans of this many logits: a quarter
-#: of the chunk of :data:`bngp.release.mechanism.CHUNK_ELEMENTS`, as a span's passes read and write
+#: of the chunk of :data:`bngp.device.CHUNK_ELEMENTS`, as a span's passes read and write
 #: five float64 arrays (z, exp(-|z|), a term, the losses, the probabilities), so that the next pass
 #: finds them in the cache (8 M logits: 1.0 s a fit with spans of 2^15, 1.1-1.3 s with 2^17); a
 #: multiple of 64 keeps every span but the last aligned as the whole array is.

@@ -30,7 +30,8 @@ import torch
 from torch import nn
 
 from bngp.errors import InputError
-from bngp.release.mechanism import CHUNK_ELEMENTS, perturb
+from bngp.device import CHUNK_ELEMENTS
+from bngp.release.mechanism import perturb
 
 __all__ = ["DefenderSpec", "Defender", "defender_widths", "composed_noise", "composed_release", "MAX_BOTTLENECK"]
 
@@ -238,7 +239,7 @@ def composed_release(
     - No (m + 1)|Q|-wide copy of f(D) or float64 noise is formed.
     - On the CPU, the elementwise work (the fixed blocks' sums and clips; after G's output the
       full-rank noise, the shrinkage, the sum and the clip, about ten passes, most in float64) runs
-      by chunks of rows of :data:`CHUNK_ELEMENTS`, so each pass reads what the previous one left in
+      by chunks of rows of :data:`bngp.device.CHUNK_ELEMENTS`, so each pass reads what the previous one left in
       the cache instead of memory (without autograd; with it, the learned block is formed whole for
       the backward).  The fixed blocks' normals are drawn chunk by chunk too (:func:`_draw_spans`),
       the values of one draw of the whole block.

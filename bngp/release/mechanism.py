@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from bngp.data.bits import BitMatrix
+from bngp.device import CHUNK_ELEMENTS
 from bngp.errors import InputError
 
 __all__ = [
@@ -35,12 +36,6 @@ __all__ = [
 #: the most individuals whose counts are exact in float32 for any int8 memberships, 128 K <= 2^24
 #: (see :meth:`SummaryStatistics.statistic`).
 _EXACT_INT8_INDIVIDUALS = (1 << 24) // 128
-
-#: elements of one row chunk of elementwise work on the CPU (f(D)'s division here, a release's noise
-#: arithmetic in :func:`bngp.defenses.network.composed_release`, and a quarter of it the spans of
-#: :func:`bngp.ridge.logistic_calibration`): its float64 temporaries (1 MiB each) stay in a core's
-#: cache from one pass to the next.
-CHUNK_ELEMENTS = 1 << 17
 
 #: genotype entries converted to float64 at once by the numpy f(D) (16 MB: bounds its memory).
 _BLOCK_ELEMENTS = 1 << 21
@@ -150,7 +145,7 @@ def _packed_frequencies(b: torch.Tensor, genotypes: BitMatrix) -> torch.Tensor:
 def _divide_counts(counts: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """counts / sizes for int32 ``counts`` (B, |Q|) and float32 ``sizes`` (B, 1): bit for bit
     ``torch.div(counts, sizes)`` (each count, an integer below 2^24, is exact in float32, then one
-    float32 division), written over the counts' own memory by row chunks of :data:`CHUNK_ELEMENTS`,
+    float32 division), written over the counts' own memory by row chunks of :data:`bngp.device.CHUNK_ELEMENTS`,
     each converted in the cache: no float32 copy of the whole counts (40 MB for 2,000 x 5,000)."""
     frequencies = counts.view(torch.float32)
     rows = max(1, CHUNK_ELEMENTS // max(counts.shape[1], 1))

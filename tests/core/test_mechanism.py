@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from bngp.errors import InputError
-from bngp.release.mechanism import (CHUNK_ELEMENTS, ComposedMechanism, SummaryStatistics, allele_frequencies, perturb,
-                                    pool_copies)
+from bngp.device import CHUNK_ELEMENTS
+from bngp.release.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb, pool_copies
 from bngp.defenses.base import NoDefense
 from bngp.release.sampling import sample_releases
 

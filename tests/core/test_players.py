@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from bngp.release.mechanism import CHUNK_ELEMENTS, perturb, pool_copies
+from bngp.device import CHUNK_ELEMENTS
+from bngp.release.mechanism import perturb, pool_copies
 
 from bngp.errors import InputError
 from bngp.attacks.network import Attacker, AttackerSpec, attacker_widths, ridge_inversion
