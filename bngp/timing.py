@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["PhaseTimer", "phase", "best_seconds", "matmul_flops", "matvec_bandwidth", "draw_rates", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
+__all__ = ["PhaseTimer", "phase", "running_phase", "best_seconds", "matmul_flops", "matvec_bandwidth", "draw_rates", "peak_rss_bytes", "peak_child_rss_bytes", "peak_device_bytes"]
 
 
 class PhaseTimer:
@@ -63,6 +63,11 @@ class PhaseTimer:
             self.seconds[name] = self.seconds.get(name, 0.0) + elapsed - nested[0]
             self.calls[name] = self.calls.get(name, 0) + 1
 
+    @property
+    def current(self) -> str | None:
+        """The name of the innermost phase open now ("outer / inner"), None between phases."""
+        return self._open[-1][0] if self._open else None
+
     def to_dict(self) -> dict[str, dict[str, float | int]]:
         """{phase: {"seconds": s, "calls": n}} (JSON-ready)."""
         return {name: {"seconds": self.seconds[name], "calls": self.calls[name]} for name in self.seconds}
@@ -88,6 +93,14 @@ def phase(name: str) -> Iterator[None]:
         return
     with timer(name):
         yield
+
+
+def running_phase() -> str | None:
+    """The innermost phase open now in this context's running :class:`PhaseTimer` (its
+    :attr:`PhaseTimer.current`), None when no timer runs: what a tool watching the work (a
+    benchmark's record of the products, say) charges it to."""
+    timer = _RUNNING.get()
+    return None if timer is None else timer.current
 
 
 def best_seconds(run: Callable[[], object], repeats: int, warmups: int = 1,

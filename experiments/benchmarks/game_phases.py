@@ -77,6 +77,7 @@ if TYPE_CHECKING:
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import (  # noqa: E402
     device_description, linear_flops, matmul_peak_flops, peak_device_memory_gib, peak_memory_gib)
+from _products import products_alone, record_products  # noqa: E402
 
 DEFAULT_SIZES = "100x1000,200x1000,400x1000,200x500,200x2000,800x5000,800x5000x5"
 #: sizes of the acceptance targets: (K, |Q|, mechanisms composed) -> target wall seconds of a default run.
@@ -170,7 +171,9 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
 
     An attacker update runs H forward, the weight gradients of the layers Adam trains (not the
     refitted head's) and the input gradients inside the MLP (not into the release); the defender
-    step runs G forward and back, and H forward and its input gradients only (H is held fixed).
+    step runs G forward and back (no input gradient for the layers fed (b, r) itself: G's first
+    and its linear skip), and H forward and its input gradients only (H is held fixed).  The
+    counts equal the FLOPs of the products these phases dispatch (a test records them).
     A composed game whose attacker reads the fixed copies pooled (``GameConfig.pool_copies``) fits
     its head on that 2|Q|-wide input (on as many releases as for the whole release)."""
     import torch
@@ -181,6 +184,8 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     config = game.config
     batch = config.batch_size
     per_sample_defender = linear_flops(game.defender, 1)
+    # the layers of G fed (b, r) itself form no input gradient
+    fed_data = linear_flops(game.defender.net[0], 1) + (linear_flops(game.defender.skip, 1) if game.defender.skip is not None else 0.0)
     attacker = game.attacker
     per_sample_attacker = linear_flops(attacker, 1)
     net = linear_flops(attacker.net, 1) if hasattr(attacker, "net") else per_sample_attacker
@@ -201,7 +206,7 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
         # the validation draws by its linear head alone (bngp.attacks.network.Attacker.forward)
         "selection": validation * (linear_flops(head, 1) if head is not None else per_sample_attacker),
         "attacker steps": config.attacker_steps * batch * (release + per_sample_attacker + 2.0 * net - first),
-        "defender step": batch * (3 * per_sample_defender + statistic + 2 * per_sample_attacker),
+        "defender step": batch * (3 * per_sample_defender - fed_data + statistic + 2 * per_sample_attacker),
         "held-out evaluation": config.eval_batch * (release + per_sample_attacker),
     }
 
@@ -352,7 +357,18 @@ def _judge(record: dict, game) -> None:
     start = {key: record.get(key) for key in REFERENCE_KEYS}
     alone = {name: {"seconds_per_call": phase["seconds_per_call"]} for name, phase in record["phases"].items()}
     _flops_against(alone, counts, start)
-    _flops_against(record["phases"], counts, run_references(record))
+    refs = run_references(record)
+    _flops_against(record["phases"], counts, refs)
+    for name, products in record.get("products_alone", {}).items():
+        phase = record["phases"].get(name)
+        if phase is None or not products["products_seconds_per_call"]:
+            continue
+        peak = refs["matmul_gflops_float64" if name.startswith("refit: fit") else "matmul_gflops_float32"]
+        phase["products_alone"] = {
+            **products,
+            "share_of_phase": products["products_seconds_per_call"] / phase["seconds_per_call"],
+            "fraction_of_matmul": products["products_gflop_per_call"] / products["products_seconds_per_call"] / peak,
+        }
     for name, phase in record["phases"].items():
         phase.pop("at_start", None)
         kept = {key: alone[name][key] for key in ("fraction_of_matmul", "fraction_of_bound") if key in alone[name]}
@@ -427,8 +443,30 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         "seed": seed,
         "overrides": overrides or {},
     }
+    record["products_alone"] = _products_of_a_round(game)
     _judge(record, game)
     return record
+
+
+def _products_of_a_round(game) -> dict[str, dict[str, float]]:
+    """After the run: one more round of ``game`` (a refit with its selection scoring, the attacker's
+    updates and the defender's, a held-out evaluation), its matrix products recorded by phase and
+    replayed alone in this process (:mod:`_products`); per phase, per call: how many, their GFLOP
+    and their seconds alone.  Outside the run's timings, which are read before."""
+    game.__dict__.pop("refit_attacker", None)  # the run's wrapper sampled the references after each refit
+    every = game.config.attacker_refit_every
+    if every:
+        game.step = (game.step // every + 1) * every  # the next step refits
+    before = dict(game.timer.calls)
+
+    def one_round() -> None:
+        game.training_step()
+        with game.timer("held-out evaluation"):
+            game.evaluate_heldout()
+
+    recorded = record_products(one_round)
+    calls = {name: game.timer.calls[name] - before.get(name, 0) for name in game.timer.calls}
+    return products_alone(recorded, calls)
 
 
 def _exponent(sizes: list[float], seconds: list[float]) -> float | None:
@@ -502,6 +540,13 @@ def _matmul_verdict(record: dict) -> str:
         first = min(at_start, key=at_start.get)
         lines.append(f"Against the start-of-run references alone: lowest {first} {at_start[first]:.2f}: "
                      f"{'met' if at_start[first] >= MATMUL_TARGET else 'NOT met'}.")
+    for name, (fraction, _) in judged.items():
+        alone = phases[name].get("products_alone")
+        if fraction < MATMUL_TARGET and alone:
+            lines.append(
+                f"{name}: its products alone (replayed at their shapes) take {alone['share_of_phase']:.0%} of its time, "
+                f"at {alone['fraction_of_matmul']:.2f} of the matmul; the rest, {1 - alone['share_of_phase']:.0%}, is its "
+                "other work.")
     refs = run_references(record) if "matmul_gflops_float32" in record else record
     for name, phase in phases.items():
         if phase.get("products_share_of_bound", 1.0) <= 0.9:
@@ -547,6 +592,29 @@ def _decomposition_lines(record: dict) -> list[str]:
                 f"the trailing matrix once per column, r^3 / 6 float64 reads at the matrix-vector bandwidth measured "
                 f"in the same process, {bandwidth:.1f} GB/s; the rest at the float64 matmul; `decomposition_bound`).")
     return lines
+
+
+def _products_lines(record: dict) -> list[str]:
+    """The table of the phases' products replayed alone (:func:`_products_of_a_round`), if measured."""
+    phases = {name: phase for name, phase in record["phases"].items() if "products_alone" in phase}
+    if not phases:
+        return []
+    lines = [
+        "Products alone: after the run, one more round (a refit, the updates, a held-out evaluation) with every "
+        "matrix product torch dispatched recorded by phase, each replayed alone at its shapes, strides and dtype in "
+        "the same process, timed in a loop (`experiments/benchmarks/_products.py`); the rest of a phase's time is its "
+        "other work. The ridge fit's LAPACK and numpy products are not torch's and are not seen.",
+        "",
+        "| phase | products / call | GFLOP seen / call | GFLOP counted | alone (s / call) | share of the phase | alone, of peak |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, phase in phases.items():
+        alone = phase["products_alone"]
+        counted = f"{phase['gflop_per_call']:.3g}" if "gflop_per_call" in phase else "-"
+        lines.append(f"| {name} | {alone['products_per_call']:.0f} | {alone['products_gflop_per_call']:.3g} | {counted} | "
+                     f"{alone['products_seconds_per_call']:.4f} | {alone['share_of_phase']:.0%} | "
+                     f"{alone['fraction_of_matmul']:.2f} |")
+    return lines + [""]
 
 
 def markdown(report: dict) -> str:
@@ -597,7 +665,7 @@ def markdown(report: dict) -> str:
                     else "- | - | -")
             lines.append(f"| {name} | {phase['seconds_per_call']:.4f} | {phase['default_calls']:.0f} | "
                          f"{phase['default_seconds']:.1f} | {phase['default_seconds'] / total:.0%} | {flop} |")
-        lines += ["", _matmul_verdict(record), *_decomposition_lines(record), ""]
+        lines += ["", _matmul_verdict(record), *_decomposition_lines(record), "", *_products_lines(record)]
     lines += ["## Scaling", "", "| along | sizes | s / step | step exponent | s / refit | refit exponent |",
               "|---|---|---|---|---|---|"]
     for axis, row in report["scaling"].items():

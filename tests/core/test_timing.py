@@ -8,7 +8,8 @@ import time
 import pytest
 import torch
 
-from bngp.timing import PhaseTimer, best_seconds, draw_rates, matmul_flops, peak_device_bytes, peak_rss_bytes, phase
+from bngp.timing import (PhaseTimer, best_seconds, draw_rates, matmul_flops, peak_device_bytes, peak_rss_bytes, phase,
+                         running_phase)
 
 
 def test_phases_accumulate_seconds_and_calls_in_first_use_order():
@@ -51,6 +52,19 @@ def test_a_nested_phase_is_its_own_entry_and_its_time_is_not_counted_twice():
     with phase("after"):  # the timer's phases are closed: not running any more
         pass
     assert "after" not in timer.calls and not any(name.endswith("after") for name in timer.calls)
+
+
+def test_the_running_phase_is_the_innermost_open_one():
+    """What a watcher charges work to: None outside every phase, the nested name inside."""
+    timer = PhaseTimer()
+    seen = [running_phase()]
+    with timer("refit: fit"):
+        seen.append(running_phase())
+        with phase("tridiagonal reduction"):
+            seen.append(running_phase())
+        seen.append(timer.current)
+    seen.append(running_phase())
+    assert seen == [None, "refit: fit", "refit: fit / tridiagonal reduction", "refit: fit", None]
 
 
 def test_a_synchronising_timer_waits_before_and_after_each_phase_and_counts_the_wait():

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "be
 
 from game_phases import (  # noqa: E402
     MATMUL_BOUND, REFERENCE_KEYS, _add_flops, _game, _judge, _matmul_verdict, _references_line, _refit_fit_flops, _size,
-    main, phase_draws, run_references)
+    main, phase_draws, phase_flops, run_references)
 
 
 def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
@@ -41,6 +41,37 @@ def test_the_matmul_verdict_names_the_lowest_matmul_bound_phase():
     phases["defender step"] = {"fraction_of_matmul": 0.49}
     assert _matmul_verdict({"phases": phases}).endswith("lowest defender step 0.49: **NOT met**.")
     assert _matmul_verdict({"phases": {"checkpoint": {"seconds": 1.0}}}) == "Matmul-bound phases: none timed."
+
+
+@pytest.mark.parametrize("composition, overrides", [
+    (1, {"defender_skip": True, "attacker_steps": 3}),  # G's skip, fed b, forms no input gradient either
+    (3, {"pool_copies": False}),  # the attacker reads the whole 3|Q|-wide release
+])
+def test_the_flop_model_counts_the_products_the_phases_dispatch(composition, overrides):
+    """Known answer from the products themselves: every matrix product one round of the game
+    dispatches (a refit, the updates, a held-out evaluation), recorded by phase, sums to
+    phase_flops' count for each network phase (the plain and pooled sizes are checked end to end
+    below); the ridge fit's LAPACK products are not torch's, so the fit is not compared."""
+    from _products import product_flops, record_products
+
+    from bngp.ridge import default_shadow_releases
+
+    game = _game(30, 60, composition, 0, 2, 0, overrides)
+    game.training_step()
+    game.step = game.config.attacker_refit_every  # the next step refits
+    before = dict(game.timer.calls)
+
+    def one_round():
+        game.training_step()
+        with game.timer("held-out evaluation"):
+            game.evaluate_heldout()
+
+    recorded = record_products(one_round)
+    counted = phase_flops(game, game.config.refit_releases or default_shadow_releases(30, game.mechanism.n_outputs))
+    for name in ("refit: releases", "selection", "attacker steps", "defender step", "held-out evaluation"):
+        calls = game.timer.calls[name] - before.get(name, 0)
+        seen = sum(n * product_flops(product) for product, n in recorded[name].items()) / calls
+        assert seen == counted[name], name
 
 
 def test_draws_are_counted_from_the_settings():
@@ -149,12 +180,23 @@ def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
         fit = record["phases"]["refit: fit"]
         assert fit["fraction_of_matmul"] == pytest.approx(fit["gflops"] / refs["matmul_gflops_float64"])
         assert "at_start" in fit
+    for record in report["records"]:
+        # one more round's products, recorded and replayed alone: the FLOP model counts exactly the
+        # products the network phases dispatch
+        for name in ("refit: releases", "selection", "attacker steps", "defender step", "held-out evaluation"):
+            phase = record["phases"][name]
+            assert phase["products_alone"]["products_gflop_per_call"] == pytest.approx(phase["gflop_per_call"], rel=1e-12)
+            assert phase["products_alone"]["products_seconds_per_call"] > 0
+        steps = record["phases"]["attacker steps"]["products_alone"]
+        assert steps["share_of_phase"] == pytest.approx(
+            steps["products_seconds_per_call"] / record["phases"]["attacker steps"]["seconds_per_call"])
     # a composed release draws three times the normals for the same products: its draws weigh more
     assert (composed["phases"]["refit: releases"]["products_share_of_bound"]
             < plain["phases"]["refit: releases"]["products_share_of_bound"])
     markdown = (tmp_path / "game_phases.md").read_text()
     assert "composition of 3 (Table 5: 2 fixed Gaussian mechanisms" in markdown
     assert markdown.count("Matmul-bound phases (target >= 0.5") == 2
+    assert markdown.count("| phase | products / call | GFLOP seen / call | GFLOP counted |") == 2
     # --recount rebuilds the games and recomputes the FLOP columns from the saved seconds
     saved = {name: dict(phase) for name, phase in plain["phases"].items()}
     assert main(["--recount", str(tmp_path / "game_phases.json"), "--out", str(tmp_path / "recount")]) == 0
