@@ -30,6 +30,12 @@ Per phase it reports:
   seconds to 25 minutes and this shared host's speed drifts by a quarter within one, so each
   phase, timed over the whole run, is judged against the median of the run's samples; the
   fractions against the start-of-run references alone are kept beside them;
+- where each phase's time goes: after the run, one more round of the game (a refit, the updates, a
+  held-out evaluation) with every matrix product torch dispatches recorded by phase, each then
+  replayed alone at its shapes, strides and dtype (:mod:`_products`): the time the phase's
+  products take at their own sizes, their share of the phase's time (the rest is its other work:
+  elementwise passes, draws, the optimiser, Python) and their FLOPs, which for the network phases
+  equal the counted ones (a test checks it);
 - a verdict on the issue's ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
   products (:data:`MATMUL_BOUND`); a phase that also draws random numbers is judged against its
   bound (its products at the matmul plus its draws at the generator's rate, the least time this
