@@ -455,10 +455,16 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
 
 
 def _products_of_a_round(game) -> dict[str, dict[str, float]]:
-    """After the run: one more round of ``game`` (a refit with its selection scoring, the attacker's
-    updates and the defender's, a held-out evaluation), its matrix products recorded by phase and
+    """After the run: the matrix products of one more round of ``game`` (:func:`_record_a_round`)
     replayed alone in this process (:mod:`_products`); per phase, per call: how many, their GFLOP
     and their seconds alone.  Outside the run's timings, which are read before."""
+    return products_alone(*_record_a_round(game))
+
+
+def _record_a_round(game) -> tuple[dict, dict[str, int]]:
+    """One more round of ``game`` (a refit with its selection scoring, the attacker's updates and
+    the defender's, a held-out evaluation) with its matrix products recorded by phase
+    (:func:`_products.record_products`), and how often each phase ran in it."""
     game.__dict__.pop("refit_attacker", None)  # the run's wrapper sampled the references after each refit
     every = game.config.attacker_refit_every
     if every:
@@ -471,8 +477,7 @@ def _products_of_a_round(game) -> dict[str, dict[str, float]]:
             game.evaluate_heldout()
 
     recorded = record_products(one_round)
-    calls = {name: game.timer.calls[name] - before.get(name, 0) for name in game.timer.calls}
-    return products_alone(recorded, calls)
+    return recorded, {name: game.timer.calls[name] - before.get(name, 0) for name in game.timer.calls}
 
 
 def _exponent(sizes: list[float], seconds: list[float]) -> float | None:

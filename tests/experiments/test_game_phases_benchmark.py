@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "benchmarks"))
 
 from game_phases import (  # noqa: E402
-    MATMUL_BOUND, REFERENCE_KEYS, _add_flops, _game, _judge, _matmul_verdict, _references_line, _refit_fit_flops, _size,
-    main, phase_draws, phase_flops, run_references)
+    MATMUL_BOUND, REFERENCE_KEYS, _add_flops, _game, _judge, _matmul_verdict, _record_a_round, _references_line,
+    _refit_fit_flops, _size, main, phase_draws, phase_flops, run_references)
 
 
 def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
@@ -52,25 +52,17 @@ def test_the_flop_model_counts_the_products_the_phases_dispatch(composition, ove
     dispatches (a refit, the updates, a held-out evaluation), recorded by phase, sums to
     phase_flops' count for each network phase (the plain and pooled sizes are checked end to end
     below); the ridge fit's LAPACK products are not torch's, so the fit is not compared."""
-    from _products import product_flops, record_products
+    from _products import product_flops
 
     from bngp.ridge import default_shadow_releases
 
     game = _game(30, 60, composition, 0, 2, 0, overrides)
     game.training_step()
-    game.step = game.config.attacker_refit_every  # the next step refits
-    before = dict(game.timer.calls)
-
-    def one_round():
-        game.training_step()
-        with game.timer("held-out evaluation"):
-            game.evaluate_heldout()
-
-    recorded = record_products(one_round)
+    recorded, calls = _record_a_round(game)
+    assert calls["refit: releases"] == calls["defender step"] == calls["held-out evaluation"] == 1
     counted = phase_flops(game, game.config.refit_releases or default_shadow_releases(30, game.mechanism.n_outputs))
     for name in ("refit: releases", "selection", "attacker steps", "defender step", "held-out evaluation"):
-        calls = game.timer.calls[name] - before.get(name, 0)
-        seen = sum(n * product_flops(product) for product, n in recorded[name].items()) / calls
+        seen = sum(n * product_flops(product) for product, n in recorded[name].items()) / calls[name]
         assert seen == counted[name], name
 
 
