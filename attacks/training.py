@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from bngp.device import DeviceName, resolve_device
+from bngp.device import DeviceName, resolve_device, subnormals_flushed
 from bngp.errors import InputError
 from bngp.metrics import release_aucs
 from bngp.rng import seeded_torch, spawn_seeds
@@ -374,39 +374,42 @@ def optimise_with_validation(
     per-individual attacker of :mod:`bngp.attacks.per_individual`): with ``patience`` it stops
     once that many validations in a row have not lowered the loss by more than ``tolerance``
     below the last loss that did (early stopping), else it runs all ``steps``.  The module ends
-    in its best validated state (the initial one included), in eval mode.
+    in its best validated state (the initial one included), in eval mode.  It runs with subnormal
+    floats flushed to zero (:func:`bngp.device.subnormals_flushed`): a nearly perfect attacker's
+    gradients underflow into them, and every product with one took the CPU's slow path.
     """
-    optimiser = torch.optim.Adam(module.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
-    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=lr_decay)
-    module.eval()
-    best_loss, best_state, best_step = validation_loss(), copy.deepcopy(module.state_dict()), 0
-    validated, losses, without_gain, stopped, reference = [0], [best_loss], 0, False, best_loss
-    module.train()
-    for step in tqdm(range(steps), desc=description, disable=not progress, leave=False):
-        loss = batch_loss()
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
-        if (step + 1) % decay_every == 0:
-            scheduler.step()
-        if (step + 1) % validate_every == 0 or step + 1 == steps:
-            module.eval()
-            current = validation_loss()
-            validated.append(step + 1)
-            losses.append(current)
-            if current < best_loss:
-                best_loss, best_state, best_step = current, copy.deepcopy(module.state_dict()), step + 1
-            if current < reference - tolerance:
-                reference, without_gain = current, 0
-            else:
-                without_gain += 1
-            module.train()
-            if patience is not None and without_gain >= patience:
-                stopped = True
-                break
-    module.load_state_dict(best_state)
-    module.eval()
-    return OptimisationTrace(tuple(validated), tuple(losses), best_step, stopped)
+    with subnormals_flushed():
+        optimiser = torch.optim.Adam(module.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
+        scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=lr_decay)
+        module.eval()
+        best_loss, best_state, best_step = validation_loss(), copy.deepcopy(module.state_dict()), 0
+        validated, losses, without_gain, stopped, reference = [0], [best_loss], 0, False, best_loss
+        module.train()
+        for step in tqdm(range(steps), desc=description, disable=not progress, leave=False):
+            loss = batch_loss()
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            if (step + 1) % decay_every == 0:
+                scheduler.step()
+            if (step + 1) % validate_every == 0 or step + 1 == steps:
+                module.eval()
+                current = validation_loss()
+                validated.append(step + 1)
+                losses.append(current)
+                if current < best_loss:
+                    best_loss, best_state, best_step = current, copy.deepcopy(module.state_dict()), step + 1
+                if current < reference - tolerance:
+                    reference, without_gain = current, 0
+                else:
+                    without_gain += 1
+                module.train()
+                if patience is not None and without_gain >= patience:
+                    stopped = True
+                    break
+        module.load_state_dict(best_state)
+        module.eval()
+        return OptimisationTrace(tuple(validated), tuple(losses), best_step, stopped)
 
 
 @torch.no_grad()

@@ -223,6 +223,22 @@ def test_early_stopping_counts_improvements_larger_than_the_tolerance() -> None:
     assert not module.training
 
 
+def test_training_flushes_subnormals_and_leaves_the_mode_as_it_was() -> None:
+    """Each batch is drawn and trained on with subnormal floats flushed to zero (2^-140 reads as 0:
+    a nearly perfect attacker's gradients fall there, where the CPU computes on its slow path);
+    after training the caller's mode is back."""
+    module = torch.nn.Linear(1, 1)
+    flushed = []
+
+    def batch_loss():
+        flushed.append(bool(torch.tensor([2.0**-140]).mul(1.0)[0] == 0))
+        return module.weight.sum() ** 2
+
+    optimise_with_validation(module, batch_loss, lambda: 1.0, steps=3, lr=1e-3, weight_decay=0.0, lr_decay=1.0,
+                             decay_every=1, validate_every=10)
+    assert flushed == [True] * 3 and torch.tensor([2.0**-140]).mul(1.0)[0] != 0
+
+
 def test_bad_input_is_a_typed_error(population) -> None:
     attack = PerIndividualAttack(config=TINY)
     with pytest.raises(InputError, match="fitted"):
