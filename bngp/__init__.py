@@ -69,6 +69,7 @@ _EXPORTS = {
     "run_demo": "bngp.demo",
     "run_sweep": "bngp.sweep",
     "resolve_device": "bngp.device",
+    "subnormals_flushed": "bngp.device",
     "set_threads": "bngp.threads",
     # errors
     "BNGPError": "bngp.errors",
