@@ -25,7 +25,7 @@ from bngp.errors import InputError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["CHUNK_ELEMENTS", "DeviceName", "DEVICE_NAMES", "resolve_device", "to_cpu", "subnormals_flushed"]
+__all__ = ["CHUNK_ELEMENTS", "DeviceName", "DEVICE_NAMES", "resolve_device", "to_cpu", "subnormals_flushed", "subnormals_are_flushed"]
 
 #: elements of one chunk of elementwise work on the CPU, so that its float64 temporaries (1 MiB
 #: each) stay in a core's cache from one pass to the next: f(D)'s division
@@ -111,7 +111,7 @@ def subnormals_flushed() -> Iterator[None]:
     process by default on a 2-core machine, :func:`bngp.threads.default_threads`)."""
     import torch
 
-    before = _subnormals_flushed()
+    before = subnormals_are_flushed()
     torch.set_flush_denormal(True)
     try:
         yield
@@ -119,7 +119,7 @@ def subnormals_flushed() -> Iterator[None]:
         torch.set_flush_denormal(before)
 
 
-def _subnormals_flushed() -> bool:
+def subnormals_are_flushed() -> bool:
     """Whether this thread's CPU flushes subnormal floats now: 2^-140, a float32 subnormal, is then
     stored (and multiplied) as zero."""
     import torch

@@ -13,7 +13,7 @@ from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses.artifact import load_defender
 from bngp.defenses.base import NoDefense
 from bngp.defenses.trained import load_run_defense
-from bngp.device import DEVICE_NAMES, resolve_device, subnormals_flushed, to_cpu
+from bngp.device import DEVICE_NAMES, resolve_device, subnormals_are_flushed, subnormals_flushed, to_cpu
 from bngp.errors import InputError
 from bngp.evaluate import evaluate_defense
 from bngp.game import Game, GameConfig
@@ -141,31 +141,27 @@ def test_a_cuda_run_resumes_from_its_checkpoint_on_the_cpu(small_population, tmp
     assert json.loads((tmp_path / "run" / "config.json").read_text())["device"] == "cpu"
 
 
-def _is_flushed_now() -> bool:
-    return bool(torch.tensor([2.0**-140]).mul(1.0)[0] == 0)
-
-
 @pytest.mark.skipif(not torch.set_flush_denormal(False), reason="this CPU cannot flush subnormal floats")
 def test_subnormals_are_flushed_inside_the_block_and_the_mode_restored_after():
     """Known answer: 2^-140, a float32 subnormal, times 1 is itself outside the block and 0 inside
     it; a block nested in another leaves the mode on; the mode comes back after an exception and
     after a block entered with it already on (the caller's setting kept)."""
     tiny = torch.tensor([2.0**-140])
-    assert tiny.mul(1.0)[0] == 2.0**-140 and not _is_flushed_now()
+    assert tiny.mul(1.0)[0] == 2.0**-140 and not subnormals_are_flushed()
     with subnormals_flushed():
         assert tiny.mul(1.0)[0] == 0 and torch.tensor([2.0**-140], dtype=torch.float64).mul(2.0**-900)[0] == 0
         with subnormals_flushed():
             pass
-        assert _is_flushed_now()
-    assert not _is_flushed_now()
+        assert subnormals_are_flushed()
+    assert not subnormals_are_flushed()
     with pytest.raises(RuntimeError):
         with subnormals_flushed():
             raise RuntimeError("inside")
-    assert not _is_flushed_now()
+    assert not subnormals_are_flushed()
     torch.set_flush_denormal(True)
     try:
         with subnormals_flushed():
             pass
-        assert _is_flushed_now()
+        assert subnormals_are_flushed()
     finally:
         torch.set_flush_denormal(False)
