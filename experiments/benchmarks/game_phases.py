@@ -37,10 +37,21 @@ Per phase it reports:
   elementwise passes, draws, the optimiser, Python) and their FLOPs, which for the network phases
   equal the counted ones (a test checks it);
 - a verdict on the issue's ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
-  products (:data:`MATMUL_BOUND`); a phase that also draws random numbers is judged against its
-  bound (its products at the matmul plus its draws at the generator's rate, the least time this
-  machine allows it: a composed release's m |Q| normals a draw are 45% of it at paper scale), like
-  the decompositions against theirs; both fractions are reported.
+  products (:data:`MATMUL_BOUND`), at the paper's scale (:data:`PAPER_SCALE`, plain and composed:
+  the issue's item 1 asks for the fractions of the default game there); smaller sizes report them
+  without a verdict.  A phase that also draws random numbers is judged against its bound (its
+  products at the matmul plus its draws at the generator's rate, the least time this machine
+  allows it: a composed release's m |Q| normals a draw are 45% of it at paper scale), like the
+  decompositions against theirs; both fractions are reported;
+- the evaluation attacks, at the sizes of ``--evaluate`` (default: the paper's scale): after the
+  run, ``bngp evaluate --attacks all`` (50 releases, the command's processes) of the defender the
+  run kept and of a fixed DP defense (:data:`evaluation.DEFAULT_DEFENSE`), each timed with its
+  attacks' seconds and AUCs (:func:`_evaluations`), the matmul measured again right after them;
+- a table of the issue's targets first (:func:`_targets_lines`): each default run against its wall
+  time, the paper-scale run's peak memory, the evaluations against 180 s, the matmul-bound phases
+  at the paper's scale, the scaling exponents; each beside the same run's matmul, and "not
+  measured" for a size the report lacks.  ``--full`` with the default sizes measures them all in
+  one command (about an hour on the 2-core CPU).
 
 ``--device cuda`` trains on the GPU (:mod:`bngp.device`): the matmul references are then the
 GPU's (8192 x 8192 products, torch's float32 matmul precision), and every phase's clock waits for
@@ -56,8 +67,9 @@ Gaussian mechanisms N(0, C / eps^2 I) and the learned one under DPH^{M eps}, eps
 
 Usage::
 
-    OMP_NUM_THREADS=1 python experiments/benchmarks/game_phases.py [--steps 50] [--threads 1] \
-        [--sizes 100x1000,200x1000,400x1000,200x500,200x2000,800x5000,800x5000x5] [--out experiments/results/benchmarks]
+    OMP_NUM_THREADS=1 python experiments/benchmarks/game_phases.py [--full | --steps 50] [--threads 1] \
+        [--sizes 100x1000,200x1000,400x1000,200x500,200x2000,800x5000,800x5000x5] [--evaluate 800x5000 | none] \
+        [--out experiments/results/benchmarks]
 """
 
 from __future__ import annotations
@@ -82,12 +94,24 @@ if TYPE_CHECKING:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import (  # noqa: E402
-    device_description, linear_flops, matmul_peak_flops, peak_device_memory_gib, peak_memory_gib)
+    device_description, linear_flops, matmul_peak_flops, peak_device_memory_gib, peak_helper_memory_gib, peak_memory_gib)
 from _products import products_alone, record_products  # noqa: E402
+from evaluation import DEFAULT_DEFENSE, PAPER_SCALE_TARGET_SECONDS, timed_evaluation  # noqa: E402
 
 DEFAULT_SIZES = "100x1000,200x1000,400x1000,200x500,200x2000,800x5000,800x5000x5"
 #: sizes of the acceptance targets: (K, |Q|, mechanisms composed) -> target wall seconds of a default run.
 TARGETS = {(200, 1000, 1): 90.0, (800, 5000, 1): 15 * 60.0, (800, 5000, 5): 30 * 60.0}
+#: the peak memory targets of a default run (GiB), by size as :data:`TARGETS`.
+MEMORY_TARGETS = {(800, 5000, 1): 4.0}
+#: the paper's scale (K, |Q|; App. L.8): the issue's item 1 asks for the phases' fractions of the
+#: matmul for the default game at this scale, and its ">= 0.5" is judged there (plain and composed).
+#: Smaller sizes report the same fractions without a verdict: there a 128-release update's products
+#: take a quarter to a third of its time, and its other work (elementwise passes, draws, the
+#: optimiser, the logits' recalibration, Python's dispatch) does not shrink with them.
+PAPER_SCALE = (800, 5000)
+#: the sizes whose trained defender is also evaluated by default (``--evaluate``), and the releases.
+DEFAULT_EVALUATE = "800x5000"
+EVALUATION_RELEASES = 50
 #: the per-mechanism eps of the composed sizes (one of Table 5's rows).
 COMPOSED_EPSILON = 0.3
 #: the phases whose counted FLOPs are matrix products (the networks' layers, f(D) = b Z, the refit's
@@ -383,11 +407,14 @@ def _judge(record: dict, game) -> None:
 
 
 def measure_one(individuals: int, attributes: int, steps: int | None, fresh_check_steps: int, threads: int, seed: int,
-                overrides: dict[str, int | float] | None = None, composition: int = 1, device: str = "cpu") -> dict:
+                overrides: dict[str, int | float] | None = None, composition: int = 1, device: str = "cpu",
+                evaluate: bool = False) -> dict:
     """Train one size in this process and return its phase record; ``steps`` None trains the
     default run itself (its budget and any early stop) and reports its own calls.  The references
     (:func:`references`) are measured before the game and after each of its refits
-    (:func:`_sample_after_refits`); the phases are judged against their medians (:func:`_judge`)."""
+    (:func:`_sample_after_refits`); the phases are judged against their medians (:func:`_judge`).
+    ``evaluate``: then the evaluation attacks (:func:`_evaluations`), after the training's peak
+    memory is read."""
     from bngp.game import GameConfig
     from bngp.ridge import default_shadow_releases
     from bngp.device import resolve_device
@@ -404,7 +431,9 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
         summary = game.train(Path(work) / "run", progress=False)
-    wall = time.perf_counter() - started
+        wall = time.perf_counter() - started
+        training_peak = peak_memory_gib()  # the process's high-water mark: read before any evaluation
+        evaluations = _evaluations(game, Path(work) / "run", seed, where) if evaluate else []
     refit_rows = config.refit_releases or default_shadow_releases(individuals, game.mechanism.n_outputs)
     full = steps is None  # the default run itself: its calls are the default run's, whatever its stop
     budget_calls = None if full else default_calls(replace(GameConfig(), **(overrides or {})))
@@ -440,7 +469,7 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         "in_run_sampling_seconds": sampling[0],
         "wall_seconds": wall,
         "projected_default_seconds": sum(p["default_seconds"] for p in phases.values()),
-        "peak_memory_gib": peak_memory_gib(),
+        "peak_memory_gib": training_peak,
         "peak_device_memory_gib": peak_device_memory_gib(where),
         "phases": phases,
         "in_game_auc": summary.in_game_auc,
@@ -449,9 +478,35 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         "seed": seed,
         "overrides": overrides or {},
     }
+    if evaluate:
+        record["evaluations"] = evaluations
+        record["evaluation_references"] = references(where, IN_RUN_REPEATS)
     record["products_alone"] = _products_of_a_round(game)
     _judge(record, game)
     return record
+
+
+def _evaluations(game, run_dir: Path, seed: int, where: "torch.device") -> list[dict]:
+    """The evaluation attacks, as a user runs them after training: ``bngp evaluate --attacks all``
+    (:data:`EVALUATION_RELEASES` releases, the command's processes for this size,
+    :func:`bngp.workers.resolve_workers`) of the defender the run kept (``--defense run:DIR``), then
+    of :data:`evaluation.DEFAULT_DEFENSE`, a fixed DP defense whose weak signal the attacks fit
+    longer; each with its wall time, its attacks' seconds and AUCs, and the process's peak memory
+    after it (a high-water mark)."""
+    from bngp.defenses.registry import DefenseContext, parse_defense_spec
+    from bngp.defenses.trained import load_run_defense
+    from bngp.workers import resolve_workers
+
+    population, members = game.population, int(round(game.n_members))
+    context = DefenseContext(population, members)
+    workers = resolve_workers("auto", population.n_individuals * population.n_attributes)
+    out = []
+    for spec, defense in (("run (the defender the run kept)", load_run_defense(run_dir, context)),
+                          (DEFAULT_DEFENSE, parse_defense_spec(DEFAULT_DEFENSE, context))):
+        timed = timed_evaluation(population, game.prior, members, defense, EVALUATION_RELEASES, seed, where, workers)
+        out.append({"defense": spec, "releases": EVALUATION_RELEASES, **timed, "peak_memory_gib": peak_memory_gib(),
+                    "peak_helper_memory_gib": peak_helper_memory_gib()})
+    return out
 
 
 def _products_of_a_round(game) -> dict[str, dict[str, float]]:
@@ -528,26 +583,46 @@ def _judged(phase: dict) -> tuple[float, str]:
     return phase["fraction_of_matmul"], f"{phase['fraction_of_matmul']:.2f}"
 
 
+def is_paper_scale(record: dict) -> bool:
+    """Whether ``record`` measured the paper's scale (:data:`PAPER_SCALE`), composed or not."""
+    return (record.get("individuals"), record.get("attributes")) == PAPER_SCALE
+
+
+def lowest_matmul_bound(record: dict) -> tuple[str, float, str] | None:
+    """The matmul-bound phase of ``record`` with the lowest judged fraction (:func:`_judged`): its
+    name, fraction and how it reads; None when none was timed."""
+    judged = {name: _judged(phase) for name, phase in record["phases"].items()
+              if name in MATMUL_BOUND and "fraction_of_matmul" in phase}
+    if not judged:
+        return None
+    lowest = min(judged, key=lambda name: judged[name][0])
+    return lowest, *judged[lowest]
+
+
 def _matmul_verdict(record: dict) -> str:
     """The lines on the target: each matmul-bound phase's fraction (of its bound for a phase that
-    draws, :func:`_judged`), the lowest, met or not; then, for each phase whose draws take a tenth
-    of its bound or more, what its bound is made of."""
+    draws, :func:`_judged`), the lowest, met or not at the paper's scale (:data:`PAPER_SCALE`),
+    reported without a verdict below it; then, for each phase under the target, the share of its
+    time its products take alone, and for each phase whose draws take a tenth of its bound or
+    more, what its bound is made of."""
     phases = {name: phase for name, phase in record["phases"].items()
               if name in MATMUL_BOUND and "fraction_of_matmul" in phase}
     if not phases:
         return "Matmul-bound phases: none timed."
     judged = {name: _judged(phase) for name, phase in phases.items()}
-    lowest = min(judged, key=lambda name: judged[name][0])
-    met = judged[lowest][0] >= MATMUL_TARGET
+    lowest, fraction, text = lowest_matmul_bound(record)
     sampled = bool(record.get("in_run_references"))
     against = "the run's references (the medians above)" if sampled else "the same run's matmul"
+    verdict = (f"**{'met' if fraction >= MATMUL_TARGET else 'NOT met'}**" if is_paper_scale(record) else
+               f"reported, not judged (the target is judged at the paper's scale, K = {PAPER_SCALE[0]}, "
+               f"|Q| = {PAPER_SCALE[1]})")
     lines = [f"Matmul-bound phases (target >= {MATMUL_TARGET} of {against}; a phase that draws random "
              "numbers, of its bound: its products at the matmul plus its draws at the generator's rate): "
              + ", ".join(f"{name} {text}" for name, (_, text) in judged.items())
-             + f"; lowest {lowest} {judged[lowest][1]}: **{'met' if met else 'NOT met'}**."]
+             + f"; lowest {lowest} {text}: {verdict}."]
     at_start = {name: phase["at_start"].get("fraction_of_bound", phase["at_start"].get("fraction_of_matmul"))
                 for name, phase in phases.items() if "at_start" in phase}
-    if sampled and at_start:
+    if sampled and at_start and is_paper_scale(record):
         first = min(at_start, key=at_start.get)
         lines.append(f"Against the start-of-run references alone: lowest {first} {at_start[first]:.2f}: "
                      f"{'met' if at_start[first] >= MATMUL_TARGET else 'NOT met'}.")
@@ -628,6 +703,93 @@ def _products_lines(record: dict) -> list[str]:
     return lines + [""]
 
 
+def _size_name(record: dict) -> str:
+    """``K x |Q|`` (``x M composed``) of a record."""
+    composition = record.get("composition", 1)
+    return f"{record['individuals']} x {record['attributes']}" + ("" if composition == 1 else f", {composition} composed")
+
+
+def _evaluation_lines(record: dict) -> list[str]:
+    """The evaluation attacks of the record's trained defender and of the fixed defense, if measured."""
+    evaluations = record.get("evaluations")
+    if not evaluations:
+        return []
+    refs = record["evaluation_references"]
+    lines = [f"Evaluation attacks (`bngp evaluate --attacks all`, {evaluations[0]['releases']} releases, "
+             f"{evaluations[0]['workers']} process(es), after the run; matmul {refs['matmul_gflops_float32']:.1f} "
+             "GFLOP/s (float32) measured right after them):", "",
+             "| defense | wall (s) | slowest attacks (s, AUC) | strongest AUC | peak memory so far |", "|---|---|---|---|---|"]
+    for entry in evaluations:
+        attacks = sorted(entry["attacks"].items(), key=lambda item: -item[1]["seconds"])
+        slowest = ", ".join(f"{name} {value['seconds']:.1f} ({value['auc']:.3f})" for name, value in attacks[:3])
+        strongest = max(entry["attacks"].items(), key=lambda item: item[1]["auc"])
+        lines.append(f"| {entry['defense']} | {entry['wall_seconds']:.1f} | {slowest} | {strongest[0]} "
+                     f"{strongest[1]['auc']:.3f} | {entry['peak_memory_gib']:.2f} GiB |")
+    return lines + [""]
+
+
+def _targets_lines(report: dict) -> list[str]:
+    """The issue's targets, each with what this report measured and the same run's float32 matmul
+    (the median the run's phases are judged against), or "not measured" when the report lacks its
+    size; on a GPU the targets (the 2-core CPU's) are shown without a verdict."""
+    records = {(r["individuals"], r["attributes"], r.get("composition", 1)): r for r in report["records"]}
+    on_cpu = report.get("device", "cpu") == "cpu"
+
+    def verdict(ok: bool) -> str:
+        return ("met" if ok else "**NOT met**") if on_cpu else "(a CPU target)"
+
+    def matmul(record: dict) -> str:
+        return f"{run_references(record)['matmul_gflops_float32']:.1f}"
+
+    rows = []
+    for size, target in TARGETS.items():
+        record = records.get(size)
+        name = f"default run, K x |Q| = {size[0]} x {size[1]}" + ("" if size[2] == 1 else f", composition of {size[2]}")
+        if record is None or not record.get("full_default_run"):
+            rows.append(f"| {name} | <= {target:.0f} s | not measured (needs `--full` and this size) | - | - |")
+            continue
+        seconds = record["projected_default_seconds"]
+        rows.append(f"| {name} | <= {target:.0f} s | {seconds:.0f} s | {matmul(record)} | {verdict(seconds <= target)} |")
+        if size in MEMORY_TARGETS:
+            gib = record["peak_memory_gib"]
+            rows.append(f"| its peak memory | <= {MEMORY_TARGETS[size]:.0f} GiB | {gib:.2f} GiB | - | "
+                        f"{verdict(gib <= MEMORY_TARGETS[size])} |")
+    paper = records.get((*PAPER_SCALE, 1))
+    if paper is None or not paper.get("evaluations"):
+        rows.append(f"| `bngp evaluate --attacks all`, {EVALUATION_RELEASES} releases, {PAPER_SCALE[0]} x {PAPER_SCALE[1]} | "
+                    f"<= {PAPER_SCALE_TARGET_SECONDS:.0f} s | not measured (needs this size in `--evaluate`) | - | - |")
+    for entry in (paper or {}).get("evaluations", []):
+        wall = entry["wall_seconds"]
+        rows.append(f"| `bngp evaluate --attacks all`, {entry['releases']} releases, {PAPER_SCALE[0]} x {PAPER_SCALE[1]}, "
+                    f"{entry['defense']} | <= {PAPER_SCALE_TARGET_SECONDS:.0f} s | {wall:.0f} s | "
+                    f"{paper['evaluation_references']['matmul_gflops_float32']:.1f} | {verdict(wall <= PAPER_SCALE_TARGET_SECONDS)} |")
+    judged = [record for record in report["records"] if is_paper_scale(record) and lowest_matmul_bound(record)]
+    if not judged:
+        rows.append(f"| matmul-bound phases at {PAPER_SCALE[0]} x {PAPER_SCALE[1]} | >= {MATMUL_TARGET} | not measured | - | - |")
+    for record in judged:
+        name, fraction, text = lowest_matmul_bound(record)
+        rows.append(f"| matmul-bound phases, {_size_name(record)} | >= {MATMUL_TARGET} of the matmul (or of the bound of "
+                    f"a phase that draws) | lowest: {name} {text} | {matmul(record)} | "
+                    f"{'met' if fraction >= MATMUL_TARGET else '**NOT met**'} |")
+    axes = report.get("scaling", {})
+    exponents = [f"along {axis}: {row['step_exponent']:.2f} a step, {row['refit_exponent']:.2f} a refit"
+                 for axis, row in axes.items() if row.get("step_exponent") is not None]
+    rows.append(f"| scaling exponents, >= 3 sizes along K and along |Q| | both axes | "
+                f"{'; '.join(exponents) if exponents else 'not measured'} | - | "
+                f"{'met' if len(exponents) == 2 else '-'} |")
+    smaller = [record for record in report["records"] if not is_paper_scale(record) and lowest_matmul_bound(record)]
+    lines = ["## Targets", "",
+             "The issue's targets (2-core CPU, default settings), each beside the float32 matmul of the same run "
+             "(GFLOP/s; the median of its samples).", "",
+             "| target | bound | measured | matmul | verdict |", "|---|---|---|---|---|", *rows, ""]
+    if smaller:
+        lowest = ", ".join(f"{_size_name(record)}: {lowest_matmul_bound(record)[0]} {lowest_matmul_bound(record)[2]}"
+                           for record in smaller)
+        lines += [f"Below the paper's scale the phases' fractions are reported, not judged (`PAPER_SCALE`); "
+                  f"the lowest: {lowest}.", ""]
+    return lines
+
+
 def markdown(report: dict) -> str:
     full = all(record.get("full_default_run") for record in report["records"])
     budget = ("each size trained its default run itself (its budget, or until the selection patience stopped "
@@ -644,6 +806,7 @@ def markdown(report: dict) -> str:
         "`of peak`: achieved FLOP/s over the matmul FLOP/s measured in the same process (float32 for the "
         "networks, float64 for the ridge fit; with in-run samples, the median of the run's).",
         "",
+        *_targets_lines(report),
     ]
     for record in report["records"]:
         composition = record.get("composition", 1)
@@ -676,7 +839,8 @@ def markdown(report: dict) -> str:
                     else "- | - | -")
             lines.append(f"| {name} | {phase['seconds_per_call']:.4f} | {phase['default_calls']:.0f} | "
                          f"{phase['default_seconds']:.1f} | {phase['default_seconds'] / total:.0%} | {flop} |")
-        lines += ["", _matmul_verdict(record), *_decomposition_lines(record), "", *_products_lines(record)]
+        lines += ["", _matmul_verdict(record), *_decomposition_lines(record), "", *_products_lines(record),
+                  *_evaluation_lines(record)]
     lines += ["## Scaling", "", "| along | sizes | s / step | step exponent | s / refit | refit exponent |",
               "|---|---|---|---|---|---|"]
     for axis, row in report["scaling"].items():
@@ -745,15 +909,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recount", metavar="REPORT.json",
                         help="recompute the FLOP columns of a saved report from the layer sizes (no training), "
                              "written to --out")
+    parser.add_argument("--evaluate", default=DEFAULT_EVALUATE, metavar="SIZES|none",
+                        help="comma-separated sizes whose trained defender, and the fixed defense "
+                             f"{DEFAULT_DEFENSE}, `bngp evaluate --attacks all` then attacks "
+                             f"({EVALUATION_RELEASES} releases; default: %(default)s)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # KxQ: measure one size in this process, JSON on stdout
     args = parser.parse_args(argv)
     if args.recount:
         return recount(Path(args.recount), Path(args.out))
     steps = None if args.full else args.steps
+    evaluated = set() if args.evaluate == "none" else {_size(size) for size in args.evaluate.split(",")}
     if args.one:
         k, q, m = _size(args.one)
         print(json.dumps(measure_one(k, q, steps, args.fresh_check_steps, args.threads, args.seed, _overrides(args.set),
-                                     composition=m, device=args.device)))
+                                     composition=m, device=args.device, evaluate=(k, q, m) in evaluated)))
         return 0
     from bngp.io_utils import write_json, write_text
 
@@ -767,7 +936,7 @@ def main(argv: list[str] | None = None) -> int:
         command = [sys.executable, __file__, "--one", size, *(["--full"] if args.full else ["--steps", str(args.steps)]),
                    "--threads", str(args.threads), "--device", args.device,
                    "--fresh-check-steps", str(args.fresh_check_steps), "--seed", str(args.seed),
-                   *(option for setting in args.set for option in ("--set", setting))]
+                   "--evaluate", args.evaluate, *(option for setting in args.set for option in ("--set", setting))]
         print(f"[game_phases] {size}: training {'the default run' if args.full else f'{args.steps} steps'} ...",
               file=sys.stderr, flush=True)
         result = subprocess.run(command, stdout=subprocess.PIPE, text=True)  # its stderr (progress, errors) shows

@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "benchmarks"))
 
 from game_phases import (  # noqa: E402
-    MATMUL_BOUND, REFERENCE_KEYS, _add_flops, _game, _judge, _matmul_verdict, _record_a_round, _references_line,
-    _refit_fit_flops, _size, main, phase_draws, phase_flops, run_references)
+    MATMUL_BOUND, PAPER_SCALE, REFERENCE_KEYS, _add_flops, _game, _judge, _matmul_verdict, _record_a_round,
+    _references_line, _refit_fit_flops, _size, _targets_lines, main, phase_draws, phase_flops, run_references, scaling)
 
 
 def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
@@ -31,16 +31,71 @@ def test_ridge_refit_flops_follow_the_side_the_fit_works_on():
 
 
 def test_the_matmul_verdict_names_the_lowest_matmul_bound_phase():
-    """Met only when every matmul-bound phase reaches 0.5 of the run's matmul; the checkpoint, the
-    fresh-attacker check and the selection (no matmul-bound work) do not take part."""
+    """At the paper's scale (composed or not), met only when every matmul-bound phase reaches 0.5 of
+    the run's matmul; the checkpoint, the fresh-attacker check and the selection (no matmul-bound
+    work) do not take part.  Below it the fractions are reported without a verdict."""
+    paper = {"individuals": PAPER_SCALE[0], "attributes": PAPER_SCALE[1]}
     phases = {name: {"fraction_of_matmul": 0.6} for name in MATMUL_BOUND}
     phases["checkpoint"] = {"seconds": 1.0}
     phases["selection"] = {"fraction_of_matmul": 0.2}
     assert "selection" not in MATMUL_BOUND
-    assert _matmul_verdict({"phases": phases}).endswith("lowest refit: releases 0.60: **met**.")
+    assert _matmul_verdict({**paper, "phases": phases}).endswith("lowest refit: releases 0.60: **met**.")
     phases["defender step"] = {"fraction_of_matmul": 0.49}
-    assert _matmul_verdict({"phases": phases}).endswith("lowest defender step 0.49: **NOT met**.")
+    assert _matmul_verdict({**paper, "phases": phases}).endswith("lowest defender step 0.49: **NOT met**.")
+    assert _matmul_verdict({**paper, "composition": 5, "phases": phases}).endswith("**NOT met**.")
+    small = _matmul_verdict({"individuals": 200, "attributes": 1000, "phases": phases})
+    assert small.endswith("lowest defender step 0.49: reported, not judged (the target is judged at the paper's "
+                          "scale, K = 800, |Q| = 5000).")
+    assert "met" not in small.replace("not judged", "")
     assert _matmul_verdict({"phases": {"checkpoint": {"seconds": 1.0}}}) == "Matmul-bound phases: none timed."
+
+
+def _target_record(individuals: int, attributes: int, composition: int, seconds: float, lowest: float,
+                   matmul: float = 100.0) -> dict:
+    """A record of a default run as the benchmark writes it, with the few fields the targets read."""
+    refs = dict.fromkeys(REFERENCE_KEYS, 1.0) | {"matmul_gflops_float32": matmul}
+    phases = {name: {"fraction_of_matmul": 0.9, "seconds_per_call": 0.01 * (size + 1)}
+              for size, name in enumerate(MATMUL_BOUND)}
+    phases["defender step"]["fraction_of_matmul"] = lowest
+    for phase in phases.values():
+        phase["seconds_per_call"] *= individuals * attributes / 1e5
+    return {"individuals": individuals, "attributes": attributes, "composition": composition, "full_default_run": True,
+            "projected_default_seconds": seconds, "peak_memory_gib": 2.5, "phases": phases, **refs}
+
+
+def test_the_targets_table_judges_each_target_on_its_own_size():
+    """Every target of the issue gets a row: the default runs against their wall times, the paper-scale
+    run's memory, the evaluations against 180 s, the matmul-bound phases at the paper's scale only
+    (the small size's 0.3 is reported below the table, not judged), the exponents along both axes."""
+    records = [_target_record(k, q, 1, 30.0, 0.3) for k, q in ((100, 1000), (200, 1000), (400, 1000), (200, 500),
+                                                               (200, 2000))]
+    paper = _target_record(800, 5000, 1, 620.0, 0.58, matmul=118.1)
+    paper["evaluations"] = [{"defense": "run (the defender the run kept)", "releases": 50, "wall_seconds": 95.0},
+                            {"defense": "laplace:epsilon=10", "releases": 50, "wall_seconds": 181.0}]
+    paper["evaluation_references"] = {"matmul_gflops_float32": 121.0}
+    composed = _target_record(800, 5000, 5, 1900.0, 0.64)
+    records += [paper, composed]
+    report = {"records": records, "scaling": scaling(records), "device": "cpu"}
+    table = "\n".join(_targets_lines(report))
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines() if line.startswith("| ")}
+    assert rows["default run, K x |Q| = 200 x 1000"].endswith("| 30 s | 100.0 | met |")
+    assert rows["default run, K x |Q| = 800 x 5000"].endswith("| 620 s | 118.1 | met |")
+    assert rows["its peak memory"].endswith("| 2.50 GiB | - | met |")
+    assert rows["default run, K x |Q| = 800 x 5000, composition of 5"].endswith("| 1900 s | 100.0 | **NOT met** |")
+    evaluations = [line for name, line in rows.items() if name.startswith("`bngp evaluate")]
+    assert [line.rsplit(" | ", 1)[1] for line in evaluations] == ["met |", "**NOT met** |"]
+    assert "| 121.0 |" in evaluations[0]
+    matmul = [line for name, line in rows.items() if name.startswith("matmul-bound phases")]
+    assert len(matmul) == 2  # the plain and the composed paper scale, not the five small sizes
+    assert "lowest: defender step 0.58 | 118.1 | met |" in matmul[0] and matmul[1].endswith("0.64 | 100.0 | met |")
+    assert rows["scaling exponents, >= 3 sizes along K and along |Q|"].endswith("| - | met |")
+    assert "reported, not judged" in table and "200 x 1000: defender step 0.30" in table
+    # a size not measured is said so, not passed
+    partial = "\n".join(_targets_lines({"records": records[:1], "scaling": scaling(records[:1]), "device": "cpu"}))
+    assert partial.count("not measured") == 6 and "| met |" not in partial
+    # on a GPU the CPU's targets get no verdict
+    gpu = "\n".join(_targets_lines({**report, "device": "cuda"}))
+    assert "(a CPU target)" in gpu and "NOT met" not in gpu.split("matmul-bound")[0]
 
 
 @pytest.mark.parametrize("composition, overrides", [
@@ -90,13 +145,13 @@ def test_a_phase_that_draws_is_judged_against_its_own_bound():
     assert attacker["products_share_of_bound"] == pytest.approx(0.6 / (0.6 + 1 / 150 + 0.005))
     assert attacker["fraction_of_bound"] == pytest.approx(0.6 + 1 / 150 + 0.005)
     rates = {"normals_per_second": 150e6, "uniforms_per_second": 200e6}
-    verdict = _matmul_verdict({"phases": phases, **rates})
+    verdict = _matmul_verdict({"individuals": 800, "attributes": 5000, "phases": phases, **rates})
     assert ("refit: releases 0.76 of its bound (0.25 of the matmul), attacker steps 0.61 of its bound (0.60 of the "
             "matmul); lowest attacker steps 0.61 of its bound (0.60 of the matmul): **met**.") in verdict
     assert "refit: releases: 300.0 M standard normals and 10.0 M uniforms a call" in verdict and "take 67% of its bound of 3.05 s" in verdict
     assert "attacker steps:" not in verdict
     releases["fraction_of_bound"] = 0.45
-    assert "lowest refit: releases 0.45 of its bound (0.25 of the matmul): **NOT met**." in _matmul_verdict({"phases": phases, **rates})
+    assert "lowest refit: releases 0.45 of its bound (0.25 of the matmul): **NOT met**." in _matmul_verdict({"individuals": 800, "attributes": 5000, "phases": phases, **rates})
 
 
 def _references(matmul32: float, normals: float) -> dict[str, float]:
@@ -131,7 +186,7 @@ def test_phases_are_judged_against_the_in_run_medians_and_the_start_is_kept_besi
     assert steps["fraction_of_bound"] > steps["fraction_of_matmul"] and set(steps["at_start"]) == {
         "fraction_of_matmul", "fraction_of_bound"}
     steps["fraction_of_bound"], steps["at_start"]["fraction_of_bound"] = 0.9, 0.8
-    verdict = _matmul_verdict(record)
+    verdict = _matmul_verdict({**record, "individuals": PAPER_SCALE[0], "attributes": PAPER_SCALE[1]})  # judged there
     assert "target >= 0.5 of the run's references (the medians above)" in verdict
     assert "lowest held-out evaluation 0.55: **met**." in verdict
     assert "Against the start-of-run references alone: lowest held-out evaluation 0.44: NOT met." in verdict
@@ -150,9 +205,21 @@ def test_sizes_parse_with_an_optional_composition():
 
 
 def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
-    assert main(["--sizes", "30x60,30x60x3", "--steps", "2", "--fresh-check-steps", "2", "--out", str(tmp_path)]) == 0
+    assert main(["--sizes", "30x60,30x60x3", "--steps", "2", "--fresh-check-steps", "2", "--evaluate", "30x60",
+                 "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "game_phases.json").read_text())
     plain, composed = report["records"]
+    # the plain size's kept defender and the fixed defense, attacked by `bngp evaluate --attacks all`
+    # after the run, whose peak memory was read before them; the composed size was not evaluated
+    assert "evaluations" not in composed
+    kept, fixed = plain["evaluations"]
+    assert (kept["defense"], fixed["defense"]) == ("run (the defender the run kept)", "laplace:epsilon=10")
+    for entry in (kept, fixed):
+        assert entry["releases"] == 50 and entry["workers"] == 1
+        assert {"linear", "bayesian", "stacked", "per-individual"} <= set(entry["attacks"])
+        assert sum(attack["seconds"] for attack in entry["attacks"].values()) <= entry["wall_seconds"]
+        assert entry["peak_memory_gib"] >= plain["peak_memory_gib"]
+    assert plain["evaluation_references"]["matmul_gflops_float32"] > 0
     assert (plain["composition"], composed["composition"]) == (1, 3)
     assert plain["fixed_gaussian_sigmas"] == [] and plain["dp_epsilon"] is None
     assert len(composed["fixed_gaussian_sigmas"]) == 2 and composed["dp_epsilon"] == pytest.approx(0.9)
@@ -189,6 +256,8 @@ def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
     assert "composition of 3 (Table 5: 2 fixed Gaussian mechanisms" in markdown
     assert markdown.count("Matmul-bound phases (target >= 0.5") == 2
     assert markdown.count("| phase | products / call | GFLOP seen / call | GFLOP counted |") == 2
+    assert markdown.count("| run (the defender the run kept) |") == 1 and "| laplace:epsilon=10 |" in markdown
+    assert markdown.index("## Targets") < markdown.index("## K = 30")
     # --recount rebuilds the games and recomputes the FLOP columns from the saved seconds
     saved = {name: dict(phase) for name, phase in plain["phases"].items()}
     assert main(["--recount", str(tmp_path / "game_phases.json"), "--out", str(tmp_path / "recount")]) == 0
