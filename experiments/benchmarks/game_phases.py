@@ -106,8 +106,8 @@ MEMORY_TARGETS = {(800, 5000, 1): 4.0}
 #: the paper's scale (K, |Q|; App. L.8): the issue's item 1 asks for the phases' fractions of the
 #: matmul for the default game at this scale, and its ">= 0.5" is judged there (plain and composed).
 #: Smaller sizes report the same fractions without a verdict: there a 128-release update's products
-#: take a quarter to a third of its time, and its other work (elementwise passes, draws, the
-#: optimiser, the logits' recalibration, Python's dispatch) does not shrink with them.
+#: take about a third of its time, and its other work (elementwise passes, draws, the optimiser, the
+#: logits' recalibration, Python's dispatch) does not shrink with them.
 PAPER_SCALE = (800, 5000)
 #: the sizes whose trained defender is also evaluated by default (``--evaluate``), and the releases.
 DEFAULT_EVALUATE = "800x5000"
@@ -490,9 +490,9 @@ def _evaluations(game, run_dir: Path, seed: int, where: "torch.device") -> list[
     """The evaluation attacks, as a user runs them after training: ``bngp evaluate --attacks all``
     (:data:`EVALUATION_RELEASES` releases, the command's processes for this size,
     :func:`bngp.workers.resolve_workers`) of the defender the run kept (``--defense run:DIR``), then
-    of :data:`evaluation.DEFAULT_DEFENSE`, a fixed DP defense whose weak signal the attacks fit
-    longer; each with its wall time, its attacks' seconds and AUCs, and the process's peak memory
-    after it (a high-water mark)."""
+    of :data:`evaluation.DEFAULT_DEFENSE`, the fixed DP defense of ``evaluation.py``, whose releases
+    keep a weak signal; each with its wall time, its attacks' seconds and AUCs, and the process's
+    peak memory after it (a high-water mark, the trained game still held)."""
     from bngp.defenses.registry import DefenseContext, parse_defense_spec
     from bngp.defenses.trained import load_run_defense
     from bngp.workers import resolve_workers
