@@ -763,11 +763,11 @@ def _targets_lines(report: dict) -> list[str]:
         rows.append(f"| `bngp evaluate --attacks all`, {entry['releases']} releases, {PAPER_SCALE[0]} x {PAPER_SCALE[1]}, "
                     f"{entry['defense']} | <= {PAPER_SCALE_TARGET_SECONDS:.0f} s | {wall:.0f} s | "
                     f"{paper['evaluation_references']['matmul_gflops_float32']:.1f} | {verdict(wall <= PAPER_SCALE_TARGET_SECONDS)} |")
-    judged = [record for record in report["records"] if is_paper_scale(record) and lowest_matmul_bound(record)]
+    judged = [(record, lowest_matmul_bound(record)) for record in report["records"] if is_paper_scale(record)]
+    judged = [(record, lowest) for record, lowest in judged if lowest is not None]
     if not judged:
         rows.append(f"| matmul-bound phases at {PAPER_SCALE[0]} x {PAPER_SCALE[1]} | >= {MATMUL_TARGET} | not measured | - | - |")
-    for record in judged:
-        name, fraction, text = lowest_matmul_bound(record)
+    for record, (name, fraction, text) in judged:
         rows.append(f"| matmul-bound phases, {_size_name(record)} | >= {MATMUL_TARGET} of the matmul (or of the bound of "
                     f"a phase that draws) | lowest: {name} {text} | {matmul(record)} | "
                     f"{'met' if fraction >= MATMUL_TARGET else '**NOT met**'} |")
@@ -777,14 +777,14 @@ def _targets_lines(report: dict) -> list[str]:
     rows.append(f"| scaling exponents, >= 3 sizes along K and along |Q| | both axes | "
                 f"{'; '.join(exponents) if exponents else 'not measured'} | - | "
                 f"{'met' if len(exponents) == 2 else '-'} |")
-    smaller = [record for record in report["records"] if not is_paper_scale(record) and lowest_matmul_bound(record)]
+    smaller = [(record, lowest_matmul_bound(record)) for record in report["records"] if not is_paper_scale(record)]
     lines = ["## Targets", "",
              "The issue's targets (2-core CPU, default settings), each beside the float32 matmul of the same run "
              "(GFLOP/s; the median of its samples).", "",
              "| target | bound | measured | matmul | verdict |", "|---|---|---|---|---|", *rows, ""]
+    smaller = [(record, lowest) for record, lowest in smaller if lowest is not None]
     if smaller:
-        lowest = ", ".join(f"{_size_name(record)}: {lowest_matmul_bound(record)[0]} {lowest_matmul_bound(record)[2]}"
-                           for record in smaller)
+        lowest = ", ".join(f"{_size_name(record)}: {name} {text}" for record, (name, _, text) in smaller)
         lines += [f"Below the paper's scale the phases' fractions are reported, not judged (`PAPER_SCALE`); "
                   f"the lowest: {lowest}.", ""]
     return lines
