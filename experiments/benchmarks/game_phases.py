@@ -887,7 +887,8 @@ def _size(text: str) -> tuple[int, int, int]:
     except ValueError:
         values = []
     if len(values) not in (2, 3) or min(values) < 1:
-        raise SystemExit(f"game_phases: a size is KxQ or KxQxM with positive integers, got {text!r}")
+        print(f"game_phases: a size is KxQ or KxQxM with positive integers, got {text!r}", file=sys.stderr)
+        raise SystemExit(2)  # bad input: one line and exit code 2, as the bngp CLI
     return values[0], values[1], values[2] if len(values) == 3 else 1
 
 
@@ -926,12 +927,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from bngp.io_utils import write_json, write_text
 
+    sizes = args.sizes.split(",")
+    for size in sizes:
+        _size(size)  # every size checked before the output folder is made
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records = []
-    sizes = args.sizes.split(",")
-    for size in sizes:
-        _size(size)
     for size in sizes:
         command = [sys.executable, __file__, "--one", size, *(["--full"] if args.full else ["--steps", str(args.steps)]),
                    "--threads", str(args.threads), "--device", args.device,

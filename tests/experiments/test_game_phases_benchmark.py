@@ -204,6 +204,15 @@ def test_sizes_parse_with_an_optional_composition():
             _size(bad)
 
 
+def test_a_bad_size_is_one_line_and_exit_code_2_before_any_training(tmp_path, capsys):
+    for option in ("--sizes", "--evaluate"):
+        with pytest.raises(SystemExit) as exit_info:
+            main([option, "80x", "--out", str(tmp_path / "out")])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err == "game_phases: a size is KxQ or KxQxM with positive integers, got '80x'\n"
+        assert not (tmp_path / "out").exists()
+
+
 def test_a_plain_and_a_composed_size_are_measured_and_projected(tmp_path):
     assert main(["--sizes", "30x60,30x60x3", "--steps", "2", "--fresh-check-steps", "2", "--evaluate", "30x60",
                  "--out", str(tmp_path)]) == 0
