@@ -132,6 +132,12 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
             "",
             f"The defense is {utility['verdict']}.",
         ]
+    budget = payload.get("budget")
+    if budget:
+        lines += ["", f"Utility budget: {budget['budget']:.5g} ({budget['fraction_of_data_independent']:.3g} of the "
+                      f"data-independent release's {budget['data_independent_loss']:.5g}); measured loss "
+                      f"{budget['measured_loss']:.5g} (one release per each of 2,000 fixed memberships): "
+                      f"**{'met' if budget['met'] else 'NOT met'}**."]
     lines += convergence_lines(payload["attacks"])
     for note in payload.get("notes", []):
         lines.append(f"- Note: {note}")

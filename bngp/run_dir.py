@@ -26,7 +26,7 @@ from typing import Any
 from bngp.errors import DataFormatError, InputError, MissingFileError, TrainingError
 from bngp.io_utils import write_json
 
-__all__ = ["MANIFEST_FILE", "staging_dir", "open_run", "commit_run", "verify_run", "drop_from_run"]
+__all__ = ["MANIFEST_FILE", "staging_dir", "check_run_target", "open_run", "commit_run", "verify_run", "drop_from_run"]
 
 MANIFEST_FILE = "manifest.json"
 _INCOMPLETE = ".incomplete"
@@ -52,6 +52,24 @@ def _files(directory: Path) -> list[Path]:
     return sorted(path for path in directory.rglob("*") if path.is_file() and path.name != MANIFEST_FILE)
 
 
+def check_run_target(run_dir: str | Path, *, resume: bool, force: bool, checkpoint: str) -> None:
+    """The checks :func:`open_run` makes, without touching anything: a command runs them before its
+    expensive work.  RUN_DIR must be a directory or absent, its parent writable; a fresh run needs it
+    absent or empty (unless ``force``); ``resume`` needs a checkpoint in RUN_DIR.incomplete or RUN_DIR."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise InputError(f"`--out` {run_dir} exists and is not a directory.")
+    parent = run_dir.parent
+    if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"`--out` directory is not writable: {parent}")
+    if resume:
+        if not ((staging_dir(run_dir) / checkpoint).is_file() or (run_dir / checkpoint).is_file()):
+            raise TrainingError(f"cannot resume: no checkpoint in {staging_dir(run_dir)} or {run_dir}.")
+        return
+    if run_dir.exists() and any(run_dir.iterdir()) and not force:
+        raise InputError(f"`--out` {run_dir} already exists: use --force to replace it, or --resume to continue it.")
+
+
 def open_run(run_dir: str | Path, *, resume: bool, force: bool, checkpoint: str) -> Path:
     """Check RUN_DIR before any work and return the directory to write the run in.
 
@@ -62,11 +80,7 @@ def open_run(run_dir: str | Path, *, resume: bool, force: bool, checkpoint: str)
     """
     run_dir = Path(run_dir)
     staging = staging_dir(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise InputError(f"`--out` {run_dir} exists and is not a directory.")
-    parent = run_dir.parent
-    if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"`--out` directory is not writable: {parent}")
+    check_run_target(run_dir, resume=resume, force=force, checkpoint=checkpoint)
     if resume:
         if (staging / checkpoint).is_file():
             return staging
@@ -77,9 +91,6 @@ def open_run(run_dir: str | Path, *, resume: bool, force: bool, checkpoint: str)
             shutil.copytree(run_dir, staging)
             (staging / MANIFEST_FILE).unlink(missing_ok=True)
             return staging
-        raise TrainingError(f"cannot resume: no checkpoint in {staging} or {run_dir}.")
-    if run_dir.exists() and any(run_dir.iterdir()) and not force:
-        raise InputError(f"`--out` {run_dir} already exists: use --force to replace it, or --resume to continue it.")
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)

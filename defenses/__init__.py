@@ -1,7 +1,7 @@
 """Defenses: noise laws for the released statistic, and the ``--defense SPEC`` registry.
 
 Importing this package registers every built-in defense (``none``, ``laplace``, ``gaussian``,
-``linf``, ``rr``, ``run``, ``matched-*``) with :mod:`bngp.defenses.registry`.
+``linf``, ``rr``, ``run``, ``matched-*`` and the references at a budget) with :mod:`bngp.defenses.registry`.
 
 * :mod:`~bngp.defenses.base`: the :class:`Defense` interface and its :class:`Guarantee`.
 * :mod:`~bngp.defenses.calibration`: eps, delta, sensitivity <-> noise scale.
@@ -11,6 +11,9 @@ Importing this package registers every built-in defense (``none``, ``laplace``, 
   the defender network G, its file format and the trained defense (``run:RUN_DIR``).
 * :mod:`~bngp.defenses.matched`, :mod:`~bngp.defenses.matched_run`: DP mechanisms matched in
   utility to a trained defender (``matched-laplace:run=RUN_DIR``).
+* :mod:`~bngp.defenses.shrinkage`, :mod:`~bngp.defenses.budget`, :mod:`~bngp.defenses.linear_optimum`:
+  shrinkage towards f(theta) plus noise, and the reference mechanisms at a utility budget
+  (``budget-laplace:budget=0.5x``, ``shrinkage:...``, ``suppression:...``, ``linear-optimal:...``).
 """
 
 from .base import Defense, Guarantee, NoDefense
@@ -46,6 +49,18 @@ from .calibration import (
 from .specs import DP_SPECS  # importing it registers the DP mechanisms' SPECs
 from .trained import TrainedDefense, load_run_defense
 from .matched_run import MatchedDefense, matched_to_run
+from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense, clipped_deviation_loss
+from .budget import (  # importing it registers the SPECs of the references at a utility budget
+    CALIBRATION_DRAWS,
+    CALIBRATION_SEED,
+    REFERENCE_KINDS,
+    BudgetSetting,
+    TimeSharingDefense,
+    UtilityBudget,
+    parse_budget,
+    reference_at_budget,
+)
+from .linear_optimum import LinearOptimum, decoder_aucs, optimise_precisions
 from .matched import (
     MatchedCalibration,
     attribute_weights,
@@ -59,6 +74,20 @@ from .matched import (
 
 __all__ = [
     "DP_SPECS",
+    "NOISE_LAWS",
+    "ShrinkNoiseDefense",
+    "clipped_deviation_loss",
+    "CALIBRATION_DRAWS",
+    "CALIBRATION_SEED",
+    "REFERENCE_KINDS",
+    "BudgetSetting",
+    "TimeSharingDefense",
+    "UtilityBudget",
+    "parse_budget",
+    "reference_at_budget",
+    "LinearOptimum",
+    "decoder_aucs",
+    "optimise_precisions",
     "TrainedDefense",
     "MatchedDefense",
     "matched_to_run",

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from bngp.device import to_cpu
-from bngp.errors import DataFormatError, TrainingError
+from bngp.errors import DataFormatError, InputError, TrainingError
 from bngp.io_utils import atomic_write, load_torch_payload
 from .network import Defender, DefenderSpec
 from bngp.validation import check_readable_file
@@ -99,8 +99,9 @@ def load_defender(path: str | Path) -> DefenderArtifact:
             skip=bool(spec_data.get("skip", False)),
             shrink=bool(spec_data.get("shrink", False)),
             full_rank_noise=bool(spec_data.get("full_rank_noise", False)),
+            noise_law=str(spec_data.get("noise_law", "gaussian")),
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, InputError):
         raise DataFormatError(f"{path}: the defender's architecture record is malformed.") from None
     _check_architecture(path, spec, payload["state_dict"])
     defender = Defender(spec)

@@ -32,6 +32,8 @@ from torch import nn
 from bngp.errors import InputError
 from bngp.device import CHUNK_ELEMENTS
 from bngp.release.mechanism import perturb
+from bngp.release.noise import sample_laplace
+from .shrinkage import NOISE_LAWS
 
 __all__ = ["DefenderSpec", "Defender", "defender_widths", "composed_noise", "composed_release", "MAX_BOTTLENECK"]
 
@@ -66,19 +68,27 @@ class DefenderSpec:
     skip: bool = False
     shrink: bool = False
     full_rank_noise: bool = False
+    noise_law: str = "gaussian"
+
+    def __post_init__(self) -> None:
+        if self.noise_law not in NOISE_LAWS:
+            raise InputError(f"`noise_law` must be one of {', '.join(NOISE_LAWS)}, got {self.noise_law!r}.")
 
     @property
     def randomness_dim(self) -> int:
-        """Width of the randomness G consumes per release: q uniforms, plus |Q| standard normals
-        with full-rank noise."""
+        """Width of the randomness G consumes per release: q uniforms, plus |Q| unit draws of the
+        full-rank noise's law (standard normal, or Laplace(1))."""
         return self.noise_dim + (self.n_outputs if self.full_rank_noise else 0)
 
     def resolved_widths(self) -> tuple[int, int, int]:
         return self.widths or defender_widths(self.n_individuals, self.noise_dim, self.n_outputs)
 
     def to_dict(self) -> dict:
+        """The architecture as JSON; ``noise_law`` only when it is not the Gaussian of every earlier record."""
         data = asdict(self)
         data["widths"] = list(self.resolved_widths())
+        if self.noise_law == "gaussian":
+            del data["noise_law"]
         return data
 
 
@@ -169,14 +179,19 @@ class Defender(nn.Module):
         return shrunk.mul_(self.shrink_weight.double()).add_(xi)
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then e ~ N(0, I_|Q|) with full-rank noise.
+        """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then with full-rank noise e ~ N(0, I_|Q|), or e_j
+        i.i.d. Laplace(1) (density exp(-|z|)/2) when ``spec.noise_law`` is "laplace".
 
         Drawn on ``generator``'s device (the CPU for the toolkit's Generators) whatever the
         network's device, so the draws do not depend on where G runs; the caller moves r to G."""
         uniform = torch.rand((n, self.spec.noise_dim), generator=generator)
         if not self.spec.full_rank_noise:
             return uniform
-        return torch.cat([uniform, torch.randn((n, self.spec.n_outputs), generator=generator)], dim=1)
+        if self.spec.noise_law == "laplace":
+            unit = sample_laplace((n, self.spec.n_outputs), 1.0, generator).float()
+        else:
+            unit = torch.randn((n, self.spec.n_outputs), generator=generator)
+        return torch.cat([uniform, unit], dim=1)
 
     @torch.no_grad()
     def is_data_independent(self) -> bool:

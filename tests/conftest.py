@@ -29,6 +29,21 @@ def small_population():
 
 
 @pytest.fixture(scope="session")
+def wide_population():
+    """K = 60 individuals, 20 reference, |Q| = 40 independent attributes (K >= |Q|: the frontier at a
+    utility budget has an interior); used with N = 30 members."""
+    return simulate_independent(60, 20, 40, seed=5)
+
+
+@pytest.fixture(scope="session")
+def wide_setting(wide_population):
+    """The :class:`bngp.defenses.budget.BudgetSetting` of ``wide_population`` with N = 30."""
+    from bngp.defenses.budget import BudgetSetting
+
+    return BudgetSetting.of(wide_population, 30)
+
+
+@pytest.fixture(scope="session")
 def small_population_file(small_population, tmp_path_factory):
     path = tmp_path_factory.mktemp("pop") / "pop.npz"
     save_population(small_population, path)

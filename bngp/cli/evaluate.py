@@ -19,7 +19,10 @@ from bngp.io_utils import atomic_write, write_json, write_text
 from bngp.report import evaluation_markdown, plot_learning_curves, plot_roc
 from bngp.validation import check_output_file
 from bngp.workers import resolve_workers
+from bngp.defenses.base import Defense
+from bngp.defenses.budget import BudgetSetting, UtilityBudget
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.trained import TrainedDefense
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -42,9 +45,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--attacker-patience", default=str(AttackerTrainingConfig.patience), metavar="P|none",
                         help="stop the Bayesian attacker after P validations (every 100 steps) without a lower "
                              "validation loss; none: all steps (default: %(default)s)")
+    parser.add_argument("--utility-budget", metavar="U",
+                        help="state whether the defense meets this budget on mean |x - f(D)| (absolute, or a fraction "
+                             "of the data-independent release's loss such as 0.5x); a defender trained for a utility "
+                             "budget is checked against its own by default")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--plot", metavar="ROC.png", help="ROC plot path (default: next to EVAL.json)")
     parser.set_defaults(func=run)
+
+
+def trained_budget(defense: Defense) -> float | None:
+    """The utility budget a trained defender (``run:RUN_DIR``) was trained for, else None."""
+    if isinstance(defense, TrainedDefense) and defense.artifact.config.get("objective") == "utility-budget":
+        return float(defense.artifact.config["budget"])
+    return None
+
+
+def budget_check(setting: BudgetSetting, budget: UtilityBudget, defense: Defense) -> dict:
+    """The budget, the defense's loss by :meth:`BudgetSetting.measured_loss` (the measurement ``bngp train``
+    reports for the same defender) and whether it meets the budget (2% tolerance, as in training)."""
+    measured = setting.measured_loss(defense)
+    return {**budget.to_dict(), "measured_loss": measured, "met": bool(measured <= budget.value * 1.02 + 1e-12)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,12 +84,19 @@ def run(args: argparse.Namespace) -> int:
     population, prior = load_population_and_prior(args.population, args.members)
     parse_attack_names(args.attacks)  # unknown names fail before any work
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
+    budget_text = args.utility_budget if args.utility_budget is not None else trained_budget(defense)
+    setting = budget = None
+    if budget_text is not None:  # a budget at or above the data-independent loss fails before any work
+        setting = BudgetSetting.of(population, args.members)
+        budget = setting.resolve(budget_text)
     workers = resolve_workers(args.workers, population.n_individuals * population.n_attributes * defense.composition)
     result = evaluate_defense(population, prior, defense, args.attacks, releases=args.releases, seed=args.seed,
                               n_members=args.members, progress=not args.quiet, device=device, attacker=attacker,
                               workers=workers)
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense
+    if budget is not None:
+        payload["budget"] = budget_check(setting, budget, defense)
     plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,
              title=f"Attacks vs {args.defense}", baseline_loss=result.utility["data_independent_utility_loss"])
     payload["roc_plot"] = str(plot_path)
@@ -87,5 +115,6 @@ def run(args: argparse.Namespace) -> int:
     summary = {name: round(entry["auc"], 4) for name, entry in payload["attacks"].items()}
     print(json.dumps({"defense": args.defense, "utility_loss": round(payload["utility_loss"], 6),
                       "data_independent_utility_loss": round(result.utility["data_independent_utility_loss"], 6), "auc": summary,
-                      "strongest_attack": payload["strongest_attack"]["name"]}))
+                      "strongest_attack": payload["strongest_attack"]["name"],
+                      **({"budget": payload["budget"]} if budget is not None else {})}))
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from bngp.cli import COMMANDS
 from bngp.cli.common import (
@@ -12,7 +13,10 @@ from bngp.cli.common import (
 from bngp.device import resolve_device
 from bngp.errors import InputError
 from bngp.data.population import Population
-from bngp.game import ATTACKER_KINDS, KAPPA_MAX, OBJECTIVES, Game, GameConfig
+from bngp.game import ATTACKER_KINDS, CHECKPOINT_FILE, KAPPA_MAX, OBJECTIVES, Game, GameConfig
+from bngp.game.start import rank_references
+from bngp.defenses.budget import BudgetSetting
+from bngp.run_dir import check_run_target
 from bngp.defenses.dp import GaussianDefense
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
 
@@ -28,7 +32,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--kappa", type=float, default=0.0, help="privacy-utility trade-off weight (>= 0)")
     parser.add_argument("--kappa-file", metavar="W.npy", help="per-attribute weights kappa_j (overrides --kappa)")
     parser.add_argument("--objective", choices=OBJECTIVES, default="preference", help="defender objective (paper section 3.3)")
-    parser.add_argument("--budget", type=float, help="budget of the utility-/privacy-budget objective")
+    parser.add_argument("--budget", type=float, help="budget of --objective utility-budget or privacy-budget (for a "
+                        "utility budget prefer --utility-budget)")
+    parser.add_argument("--utility-budget", metavar="U",
+                        help="train the most private defender whose mean |x - f(D)| (frequency units) is at most U; "
+                             "U is absolute (e.g. 0.007) or a fraction of the loss of the data-independent release "
+                             "f(theta), which leaks nothing (e.g. 0.5x)")
+    parser.add_argument("--start", choices=("best-reference", "data-independent"), metavar="best-reference|data-independent",
+                        help="where G starts: the reference mechanism at the budget that a converged linear attack reads "
+                             "least (Laplace, Gaussian, shrinkage towards f(theta) plus noise, suppression, the "
+                             "linear-decoder optimum; default with --utility-budget), or f(theta) itself (the default "
+                             "otherwise)")
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender updates")
     parser.add_argument("--attacker-steps", type=int, default=defaults.attacker_steps,
                         help="attacker updates per defender update")
@@ -106,11 +120,38 @@ def run(args: argparse.Namespace) -> int:
                                ("--eval-every", args.eval_every, 1), ("--eval-batch", args.eval_batch, 1)):
         if value is not None and value < least:
             raise InputError(f"`{flag}` must be >= {least}, got {value}.")
-    if args.objective != "preference" and args.budget is None:
+    if args.utility_budget is not None:
+        if args.budget is not None:
+            raise InputError("give the utility budget once: `--utility-budget` or `--budget`, not both.")
+        if args.objective == "privacy-budget":
+            raise InputError("`--utility-budget` trains for a utility budget; it cannot be combined with --objective privacy-budget.")
+        args.objective = "utility-budget"
+    elif args.objective != "preference" and args.budget is None:
         raise InputError(f"`--budget` is required with --objective {args.objective}.")
+    if args.objective == "preference" and args.budget is not None:
+        raise InputError("`--budget` needs a budget objective: use --utility-budget U, or --objective privacy-budget --budget B.")
+    start_reference = (args.start or "best-reference") == "best-reference" and args.objective == "utility-budget"
+    if args.start == "best-reference" and args.objective != "utility-budget":
+        raise InputError("`--start best-reference` needs a utility budget (--utility-budget U).")
+    if start_reference and (args.compose or args.against != "bayesian" or args.dp_epsilon is not None):
+        raise InputError("`--start best-reference` starts a plain release; give --start data-independent with "
+                         "--compose, --against or --dp-epsilon.")
+    check_run_target(args.out, resume=args.resume, force=args.force, checkpoint=CHECKPOINT_FILE)
     fresh_check_patience = parse_patience(args.fresh_check_patience, "--fresh-check-patience")
     selection_patience = parse_patience(args.selection_patience, "--selection-patience")
     population, prior = load_population_and_prior(args.population, args.members)
+    budget_value, ranking = args.budget, None
+    if args.objective == "utility-budget":
+        setting = BudgetSetting.of(population, args.members)
+        budget = setting.resolve(args.utility_budget if args.utility_budget is not None else args.budget)
+        budget_value = budget.value
+        print(f"utility budget {budget.describe()}", file=sys.stderr)
+        if start_reference:
+            print("ranking the reference mechanisms at the budget by a converged linear attack ...", file=sys.stderr)
+            ranking = rank_references(population, args.members, budget.given, seed=args.seed, setting=setting)
+            best = ranking.best_score
+            print(f"starting from {best.label}: linear-attack AUC {best.auc:.4f}, TPR at 1% FPR {best.tpr_at_1pct:.3f}",
+                  file=sys.stderr)
     kappa_vector = None
     if args.kappa_file:
         kappa_vector = tuple(float(v) for v in load_kappa_file(args.kappa_file, population.n_attributes))
@@ -121,7 +162,10 @@ def run(args: argparse.Namespace) -> int:
         objective=args.objective,
         kappa=args.kappa,
         kappa_vector=kappa_vector,
-        budget=args.budget,
+        budget=budget_value,
+        noise_law=ranking.best.law if ranking is not None else "gaussian",
+        # the in-game refits on as many shadow releases as the converged attack that ranked the start needed
+        refit_releases=ranking.best_score.releases if ranking is not None else None,
         attacker_init=args.attacker_init,
         attacker_kind=args.attacker,
         individual_batch=args.individual_batch,
@@ -138,7 +182,9 @@ def run(args: argparse.Namespace) -> int:
         fresh_check_patience=fresh_check_patience,
         seed=args.seed,
     )
-    game = Game(population, prior, config, device=device)
+    start = None if ranking is None else ranking.best
+    start_record = None if ranking is None else {"reference": ranking.best_score.label, "ranking": ranking.to_dict()}
+    game = Game(population, prior, config, device=device, start=start, start_record=start_record)
     summary = game.train(args.out, resume=args.resume, force=args.force, progress=not args.quiet)
     report = {
         "run": args.out,
@@ -153,6 +199,10 @@ def run(args: argparse.Namespace) -> int:
         "attacker": config.attacker_kind,
         "device": str(device),
     }
+    if summary.budget is not None:
+        report["budget"] = summary.budget.to_dict()
+    if summary.start is not None:
+        report["start"] = {key: summary.start[key] for key in ("reference", "kept", "reason", "final_state_moved") if key in summary.start}
     if config.fixed_gaussian_sigmas:
         report["composed_gaussian_sigmas"] = list(config.fixed_gaussian_sigmas)
     if summary.bgbp is not None:

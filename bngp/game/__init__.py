@@ -7,6 +7,8 @@
 * :mod:`~bngp.game.early_stop`: ``GameConfig.selection_patience`` and :func:`replay_patience` of a full run.
 * :mod:`~bngp.game.summary`: :class:`TrainingSummary`, the frozen record of a run (``summary.json``).
 * :mod:`~bngp.game.resumable`: :func:`train_once`, a training reused when finished and resumed when interrupted.
+* :mod:`~bngp.game.start`: the reference mechanisms at a utility budget ranked by a converged linear attack,
+  the defender's start, and :class:`BudgetSurface`, which holds it on its budget.
 """
 
 from .config import ATTACKER_KINDS, CHECKPOINT_FILE, CONFIG_FILE, KAPPA_MAX, OBJECTIVES, SUMMARY_FILE, GameConfig
@@ -14,5 +16,7 @@ from .early_stop import PatienceReplay, replay_patience
 from .summary import TrainingSummary
 from .trainer import Game
 from .resumable import RunState, run_state, train_once
+from .start import BudgetSurface, ReferenceRanking, ReferenceScore, linear_attack_score, rank_references
 
-__all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig", "PatienceReplay", "RunState", "TrainingSummary", "replay_patience", "run_state", "train_once"]
+__all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig", "PatienceReplay", "RunState", "TrainingSummary", "replay_patience", "run_state", "train_once",
+           "BudgetSurface", "ReferenceRanking", "ReferenceScore", "linear_attack_score", "rank_references"]

@@ -28,6 +28,7 @@ __all__ = [
     "REFIT_VALIDATION_DRAWS",
     "KAPPA_MAX",
     "INFEASIBLE",
+    "BUDGET_TOLERANCE",
 ]
 
 Objective = Literal["preference", "utility-budget", "privacy-budget"]
@@ -50,6 +51,9 @@ REFIT_VALIDATION_DRAWS = 500
 KAPPA_MAX = 1e6
 #: selection score offset of defender states that miss their budget (they rank after every state that meets it).
 INFEASIBLE = 1e3
+#: relative tolerance of a budget: a state measured at up to (1 + this) x the budget meets it (the sampling
+#: error of a loss measured on a few hundred draws; a start calibrated to the budget exactly must not fail it).
+BUDGET_TOLERANCE = 0.02
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,9 @@ class GameConfig:
             ``shrink_lr`` from ``shrink_init``.
         defender_zero_output: start G's output layer at zero (with ``shrink_init`` = 1 training
             starts at the data-independent release f(theta)).
-        defender_full_rank_noise: learned per-attribute Gaussian noise sigma * e, e ~ N(0, I).
+        defender_full_rank_noise: learned per-attribute noise sigma * e, e ~ N(0, I) or i.i.d. Laplace(1).
+        noise_law: the law of that e, "gaussian" or "laplace" (a defender started from a reference
+            mechanism at a utility budget takes the reference's law, :mod:`bngp.game.start`).
         against: "bayesian" (the BNGP game) or the name of a differentiable attack ("lrt",
             "adaptive-lrt", "score") for a best-response defender (App. M,
             :mod:`bngp.game.best_response`); the network attacker is still trained alongside.  The
@@ -170,6 +176,7 @@ class GameConfig:
     defender_shrink: bool = True
     defender_full_rank_noise: bool = True
     defender_zero_output: bool = True
+    noise_law: str = "gaussian"
     shrink_lr: float = 1e-2
     shrink_init: float = 1.0
     against: str = "bayesian"
@@ -241,6 +248,8 @@ class GameConfig:
             raise InputError(f"`shrink_lr` must be a finite number > 0, got {self.shrink_lr}.")
         if not 0.0 <= self.shrink_init <= 1.0:
             raise InputError(f"`shrink_init` must be in [0, 1], got {self.shrink_init}.")
+        if self.noise_law not in ("gaussian", "laplace"):
+            raise InputError(f"`noise_law` must be 'gaussian' or 'laplace', got {self.noise_law!r}.")
         if not self.dp_penalty >= 0:
             raise InputError(f"`dp_penalty` must be >= 0, got {self.dp_penalty}.")
         if any(not (math.isfinite(s) and s > 0) for s in self.fixed_gaussian_sigmas):
@@ -257,13 +266,16 @@ class GameConfig:
 
     def to_dict(self) -> dict:
         """The settings as JSON; ``fresh_check_patience`` and ``selection_patience`` only when not
-        None, ``pool_copies`` only when a composed game pools (see their docstrings)."""
+        None, ``pool_copies`` only when a composed game pools, ``noise_law`` only when it is Laplace
+        (see their docstrings)."""
         data = asdict(self)
         for name in ("fresh_check_patience", "selection_patience"):
             if data[name] is None:
                 del data[name]
         if not (self.pool_copies and self.fixed_gaussian_sigmas):
             del data["pool_copies"]
+        if self.noise_law == "gaussian":
+            del data["noise_law"]
         data["kappa_vector"] = None if self.kappa_vector is None else list(self.kappa_vector)
         data["fixed_gaussian_sigmas"] = list(self.fixed_gaussian_sigmas)
         return data

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from bngp.ridge import affine_calibration
-from .config import INFEASIBLE, GameConfig
+from .config import BUDGET_TOLERANCE, INFEASIBLE, GameConfig
 
 __all__ = [
     "leakage",
@@ -103,12 +103,13 @@ def implied_dp_epsilon(epsilon: float, theta: np.ndarray) -> float:
 
 def selection_score(config: GameConfig, leak: float, weighted: float, plain: float) -> float:
     """How a defender state ranks in the selection against a freshly refitted attacker (lower is
-    better): its own objective; under a budget objective, states that miss the budget rank after
-    every state that meets it, by how far they miss (INFEASIBLE + violation)."""
+    better): its own objective; under a budget objective, states that miss the budget by more than
+    BUDGET_TOLERANCE of it rank after every state that meets it, by how far they miss
+    (INFEASIBLE + violation)."""
     if config.objective == "utility-budget":
         violation = plain - config.budget
-        return leak if violation <= 0 else INFEASIBLE + violation
+        return leak if violation <= BUDGET_TOLERANCE * config.budget else INFEASIBLE + violation
     if config.objective == "privacy-budget":
         violation = leak - config.budget
-        return plain if violation <= 0 else INFEASIBLE + violation
+        return plain if violation <= BUDGET_TOLERANCE * config.budget else INFEASIBLE + violation
     return leak + weighted

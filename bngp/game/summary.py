@@ -228,6 +228,9 @@ class TrainingSummary:
         early_stop: where ``GameConfig.selection_patience`` stopped training (``step``,
             ``patience``, ``refit_every``, ``kept_step``, the budget ``steps``); None when the run
             trained all its steps.
+        start: the reference mechanism the defender started from and the never-worse check of the
+            delivered state against it (:meth:`bngp.game.Game.check_against_start`); None when G
+            started from the data-independent release.
 
     ``to_dict`` gives the ``summary.json`` payload (optional records are left out when None);
     ``from_dict`` reads it back, so ``TrainingSummary.from_dict(s.to_dict()) == s``.
@@ -248,6 +251,7 @@ class TrainingSummary:
     timings: dict[str, dict[str, float]] | None = None
     selections: tuple[dict[str, Any], ...] | None = None
     early_stop: dict[str, Any] | None = None
+    start: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.steps, bool) or not isinstance(self.steps, (int, np.integer)) or self.steps < 0:
@@ -279,6 +283,8 @@ class TrainingSummary:
             set_field(self, "selections", tuple(_plain(row) for row in self.selections))
         if self.early_stop is not None:
             set_field(self, "early_stop", _plain(self.early_stop))
+        if self.start is not None:
+            set_field(self, "start", _plain(self.start))
 
     # -- derived numbers ---------------------------------------------------------------------
     @property
@@ -335,6 +341,7 @@ class TrainingSummary:
             "timings": _plain(self.timings),
             "selections": _plain(self.selections),
             "early_stop": _plain(self.early_stop),
+            "start": _plain(self.start),
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return data
@@ -369,6 +376,7 @@ class TrainingSummary:
                 timings=None if data.get("timings") is None else _mapping(data["timings"], "timings"),
                 selections=None if selections is None else tuple(_mapping(row, "selections") for row in selections),
                 early_stop=None if data.get("early_stop") is None else _mapping(data["early_stop"], "early_stop"),
+                start=None if data.get("start") is None else _mapping(data["start"], "start"),
             )
         except DataFormatError:
             raise

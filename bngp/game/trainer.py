@@ -44,10 +44,13 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from bngp.defenses.artifact import DEFENDER_FILE, population_fingerprint, save_defender
+from bngp.defenses.artifact import DEFENDER_FILE, DefenderArtifact, population_fingerprint, save_defender
+from bngp.defenses.budget import BudgetSetting
+from bngp.defenses.shrinkage import ShrinkNoiseDefense
+from bngp.defenses.trained import TrainedDefense
 from bngp.attacks.training import AttackerTrainingConfig, prefer_population_inversion, train_attacker
 from bngp.data.population import Population
-from bngp.data.priors import MembershipPrior
+from bngp.data.priors import MembershipPrior, UniformSubsetPrior
 from bngp.device import DeviceName, resolve_device, to_cpu
 from bngp.errors import InputError, TrainingError
 from bngp.io_utils import atomic_write, load_torch_payload, write_json
@@ -79,16 +82,23 @@ from bngp.rng import named_seeds, seeded_torch, spawn_seeds, torch_generator
 
 from . import objectives
 from .early_stop import patience_stalled
-from .config import CHECKPOINT_FILE, CONFIG_FILE, REFIT_VALIDATION_DRAWS, SUMMARY_FILE, GameConfig
+from .config import BUDGET_TOLERANCE, CHECKPOINT_FILE, CONFIG_FILE, REFIT_VALIDATION_DRAWS, SUMMARY_FILE, GameConfig
+from .start import BudgetSurface, linear_attack_score, start_defender
 from .summary import BgbpRecord, BudgetRecord, CollapseReport, Exploitability, TrainingSummary
 
 __all__ = ["Game", "SEED_STREAMS"]
+
+
+def _score_dict(score: tuple[float, float, float, int]) -> dict[str, float]:
+    value, tpr1, tpr01, releases = score
+    return {"auc": value, "tpr_at_1pct_fpr": tpr1, "tpr_at_0.1pct_fpr": tpr01, "shadow_releases": releases}
 
 #: releases a refit draws at a time (:meth:`Game._attacker_releases`).
 _REFIT_BLOCK = 2000
 
 #: the named random streams of a run, each spawned from ``GameConfig.seed``.
-SEED_STREAMS = ("training", "defender-network", "attacker-network", "evaluation", "evaluation-noise", "fresh-check", "opponent")
+SEED_STREAMS = ("training", "defender-network", "attacker-network", "evaluation", "evaluation-noise", "fresh-check", "opponent",
+                "start-check")
 
 
 @dataclass
@@ -117,13 +127,20 @@ class Game:
     ``device`` ("auto", "cpu", "cuda" or a ``torch.device``; default the CPU) is where the
     networks train (see the module docstring: the draws do not depend on it).
 
+    ``start`` (a reference mechanism of :mod:`bngp.defenses.budget`, N-of-K prior only) sets G to release it
+    exactly before training; ``start_record`` describes it (``TrainingSummary.start``).  Under the
+    utility-budget objective G's shrinkage and noise are then held on the budget after each step
+    (:class:`bngp.game.start.BudgetSurface`) and the run delivers a trained state only where
+    :meth:`check_against_start` finds it more private than the start.
+
     Example:
         >>> game = Game(population, prior, GameConfig(kappa=1.5, steps=500))   # doctest: +SKIP
         >>> summary = game.train(run_dir)                                      # doctest: +SKIP
     """
 
     def __init__(
-        self, population: Population, prior: MembershipPrior, config: GameConfig, device: DeviceName | torch.device = "cpu"
+        self, population: Population, prior: MembershipPrior, config: GameConfig, device: DeviceName | torch.device = "cpu",
+        start: ShrinkNoiseDefense | None = None, start_record: dict | None = None,
     ) -> None:
         #: where the networks, the mechanism and the refits live (the Generators stay on the CPU).
         self.device = resolve_device(device)
@@ -159,6 +176,7 @@ class Game:
                     skip=config.defender_skip,
                     shrink=config.defender_shrink,
                     full_rank_noise=config.defender_full_rank_noise,
+                    noise_law=config.noise_law,
                 )
             )
         if config.defender_zero_output:
@@ -169,6 +187,18 @@ class Game:
             self.defender.set_shrink_target(allele_frequencies(torch.as_tensor(self.theta, dtype=torch.float32)[None], population.genotypes)[0])
             with torch.no_grad():
                 self.defender.shrink_weight.fill_(config.shrink_init)
+        #: the reference mechanism G starts from (:mod:`bngp.game.start`), its description, and G's state there.
+        self.start, self.start_record, self._start_state = start, start_record, None
+        #: under a utility budget, started from a reference: (alpha, sigma) held on the budget after each step.
+        self._budget_surface: BudgetSurface | None = None
+        if start is not None:
+            if not isinstance(prior, UniformSubsetPrior):
+                raise InputError("a defender starts from a reference mechanism under the N-of-K prior only "
+                                 "(the references are calibrated on its draws).")
+            start_defender(self.defender, start)
+            self._start_state = copy.deepcopy(self.defender.state_dict())
+            if config.objective == "utility-budget":
+                self._budget_surface = BudgetSurface.of(start, population, prior, config.budget)
         self.defender.to(self.device)  # initialised on the CPU, so its weights do not depend on the device
         #: inverse-variance weights of the fixed Gaussian copies when the in-game attacker reads them pooled
         #: (``GameConfig.pool_copies``), else None: that attacker then reads the whole release.
@@ -226,10 +256,21 @@ class Game:
 
     def _defender_param_groups(self) -> list[dict]:
         """G's network weights at ``defender_lr``; the shrinkage alpha and the noise scales sigma
-        at ``shrink_lr``, no decay."""
+        at ``shrink_lr``, no decay; started from a reference mechanism, G's weights and sigma at those rates
+        times the reference's mean noise scale."""
         per_attribute = [p for p in (self.defender.shrink_weight, self.defender.noise_scale) if p is not None]
         chosen = {id(p) for p in per_attribute}
         network = [p for p in self.defender.parameters() if id(p) not in chosen]
+        if per_attribute and self.start is not None and self.defender.noise_scale is not None:
+            # Started at a reference whose noise is a small fraction of a frequency, steps of these sizes would
+            # change it by more than itself in a few updates (sigma at shrink_lr; G's zero output layer at
+            # defender_lr grows by about its fan-in times that per step): the release leaves its budget several
+            # times over and the multiplier chases it.  Every step is made relative to the starting scale.
+            scale = max(float(np.mean(self.start.scale)), 1e-6)
+            groups = [{"params": network, "lr": self.config.defender_lr * scale}]
+            groups.append({"params": [self.defender.shrink_weight], "lr": self.config.shrink_lr, "weight_decay": 0.0})
+            groups.append({"params": [self.defender.noise_scale], "lr": self.config.shrink_lr * scale, "weight_decay": 0.0})
+            return groups
         groups = [{"params": network}]
         if per_attribute:
             groups.append({"params": per_attribute, "lr": self.config.shrink_lr, "weight_decay": 0.0})
@@ -487,6 +528,8 @@ class Game:
             defender_loss.backward()
         self.opt_d.step()
         self.defender.project_()
+        if self._budget_surface is not None:
+            self._budget_surface.project(self.defender)
         self.multiplier = objectives.updated_multiplier(self.config, self.multiplier, leakage.item(), plain.item())
         self.step += 1
         if self.step % self.config.decay_every == 0:
@@ -637,7 +680,13 @@ class Game:
                     bar.update(1)
             finally:
                 bar.close()
+            if self.start is not None:  # where the training left G, before the selection restores a state
+                self.start_record = {**(self.start_record or {}), "final_state_moved": self._moved_from_start(),
+                                     "final_step": self.step}
             selection = self._restore_best()
+            if self.start is not None:
+                with self.timer("start check"):
+                    selection = self.check_against_start(selection)
             try:
                 summary = self._finish(work, writer, progress, selection)
             finally:
@@ -672,6 +721,54 @@ class Game:
             self.defender.load_state_dict(state)
             self.refit_attacker(score_defender=False)
         return {"step": step, "score": score, **self.evaluate_heldout()}
+
+    def delivered_defense(self) -> TrainedDefense:
+        """The defender in its current state as a :class:`~bngp.defenses.trained.TrainedDefense` (shared, not copied)."""
+        artifact = DefenderArtifact(self.defender, "", self.prior.describe(), self.kappa.cpu().numpy(), self.config.to_dict())
+        return TrainedDefense(artifact, "in memory")
+
+    def check_against_start(self, selection: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Never worse than the start: when the kept state is not the reference G started from, both are
+        attacked by the same converged linear attack (:func:`bngp.game.start.linear_attack_score`, the same
+        seed) and the kept state stays only if its AUC is lower; otherwise G returns to the start.  The
+        outcome is recorded in ``start_record`` (``TrainingSummary.start``: ``kept``, ``reason``, the scores, how
+        far the kept state had moved from the start, and, written before the selection, how far the final state
+        of the training had).  Returns the selection."""
+        record = dict(self.start_record or {})
+        n_members = int(round(self.n_members))
+        trained_step = None if selection is None else selection["step"]
+        record["trained_step"] = trained_step
+        record["kept_state_moved"] = self._moved_from_start()
+        if trained_step in (None, 0):
+            record.update(kept="start", reason="the game kept its first state, the start")
+            self.start_record = record
+            return selection
+        self.defender.eval()
+        seed = self.seeds["start-check"]
+        start_score = linear_attack_score(self.start, self.population, n_members, seed)
+        trained_score = linear_attack_score(self.delivered_defense(), self.population, n_members, seed)
+        record["start_check"] = {"seed": seed, "start": _score_dict(start_score), "trained": _score_dict(trained_score)}
+        if trained_score[0] < start_score[0]:
+            record.update(kept="trained", reason=f"converged linear attack AUC {trained_score[0]:.4f} < start's {start_score[0]:.4f}")
+            self.start_record = record
+            return selection
+        record.update(kept="start", reason=f"converged linear attack AUC {trained_score[0]:.4f} >= start's {start_score[0]:.4f}")
+        self.start_record = record
+        self.defender.load_state_dict(self._start_state)
+        self.refit_attacker(score_defender=False)
+        return {"step": 0, "score": None, "returned_to_start": True, **self.evaluate_heldout()}
+
+    @torch.no_grad()
+    def _moved_from_start(self) -> dict[str, float]:
+        """How far G's current state is from its start: mean |alpha - a|, mean |sigma - s| relative to mean s,
+        and the largest |weight| of G's output layer (0 at the start)."""
+        start = self.start
+        shrink = self.defender.shrink_weight.detach().double().cpu().numpy()
+        scale = self.defender.noise_scale.detach().double().cpu().numpy()
+        output = self.defender.net[-1]
+        return {"shrink_mean_abs_change": float(np.abs(shrink - start.shrink).mean()),
+                "scale_relative_change": float(np.abs(scale - start.scale).mean() / max(float(start.scale.mean()), 1e-12)),
+                "output_layer_max_abs": float(max(output.weight.abs().max(), output.bias.abs().max()))}
 
     def _record_evaluation(self, writer: Any, losses: dict[str, float], bar: Any) -> None:
         metrics = self.evaluate_heldout()
@@ -825,7 +922,10 @@ class Game:
         budget = None
         if self.config.objective != "preference" and selection is not None:
             measured = selection["heldout_utility_loss" if self.config.objective == "utility-budget" else "heldout_privacy_loss"]
-            met = measured <= self.config.budget * 1.02 + 1e-12
+            if self.config.objective == "utility-budget" and isinstance(self.prior, UniformSubsetPrior):
+                # the one measurement of a loss against a budget (``bngp evaluate`` reads the same)
+                measured = BudgetSetting.of(self.population, self.prior.n_members).measured_loss(self.delivered_defense())
+            met = measured <= self.config.budget * (1 + BUDGET_TOLERANCE) + 1e-12
             message = None
             if not met:
                 message = (f"no defender state met the {self.config.objective} {self.config.budget:g} on held-out draws; "
@@ -891,6 +991,7 @@ class Game:
             early_stop=None if self.stopped_at is None else {
                 "step": self.stopped_at, "patience": self.config.selection_patience,
                 "refit_every": self.config.attacker_refit_every, "kept_step": self.best[1], "steps": self.config.steps},
+            start=self.start_record if self.start is not None else None,
         )
         write_json(run_dir / SUMMARY_FILE, summary.to_dict())
         return summary

@@ -7,7 +7,9 @@ knowledge and direction, the strongest attack per defense, where and why we diff
 ``results.json`` (every number, wall time, peak memory), ``auc.png`` and ``roc-N.png``; trained
 defenders go to ``OUT/NAME/runs/SCALE_seedS/`` and are reused or resumed on a rerun.  ``frontier``
 (:mod:`bngp.reproduce.frontier`) goes beyond the paper: the privacy-utility frontier of BNGP and
-three DP mechanisms on genomes and Adult, with audited eps lower bounds.
+three DP mechanisms on genomes and Adult, with audited eps lower bounds; ``budget-frontier``
+(:mod:`bngp.reproduce.budget_frontier`) the frontier at a utility budget: defenders trained for each budget
+beside every reference mechanism calibrated to it, the lower envelope, and where no release protects.
 
 Example:
     >>> from bngp.reproduce import EXPERIMENTS
@@ -24,6 +26,7 @@ from pathlib import Path
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError, UnknownNameError
 from bngp.reproduce.catalog import EXPERIMENTS
+from bngp.reproduce.budget_frontier import BUDGET_FRONTIER, run_budget_frontier
 from bngp.reproduce.frontier import FRONTIER, run_frontier
 from bngp.workers import resolve_workers
 from bngp.reproduce.experiment import Experiment, ExperimentSpec, Row
@@ -34,6 +37,7 @@ __all__ = [
     "EXPERIMENTS",
     "NAMES",
     "FRONTIER",
+    "BUDGET_FRONTIER",
     "SCALES",
     "BUDGETS",
     "Budget",
@@ -47,15 +51,18 @@ __all__ = [
     "reproduce",
     "run_experiment",
     "run_frontier",
+    "run_budget_frontier",
 ]
 
-#: every name ``bngp reproduce`` runs, in the order of ``all``: the paper's experiments, then the frontier.
-NAMES: tuple[str, ...] = (*EXPERIMENTS, "frontier")
+#: every name ``bngp reproduce`` runs, in the order of ``all``: the paper's experiments, then the frontiers.
+NAMES: tuple[str, ...] = (*EXPERIMENTS, "frontier", "budget-frontier")
+#: the runners of the names beyond the paper's experiments.
+_FRONTIERS = {"frontier": run_frontier, "budget-frontier": run_budget_frontier}
 
 
 def parse_experiment_names(text: str | Sequence[str]) -> list[str]:
     """Names from ``NAME[,NAME...]`` (or a list); ``all`` = :data:`NAMES` (the paper's experiments in its
-    order, then ``frontier``)."""
+    order, then ``frontier`` and ``budget-frontier``)."""
     parts = [part.strip() for part in (text.split(",") if isinstance(text, str) else text) if part.strip()]
     if not parts:
         raise UnknownNameError("name at least one experiment (or `all`).")
@@ -115,7 +122,7 @@ def reproduce(names: str | Sequence[str] = "all", *, scale: str = "quick", seed:
         raise InputError(f"`seed` must be >= 0, got {seed}.")
     device = resolve_device(device)
     out = check_output_root(out)
-    results = [run_frontier(scale=scale, seed=seed, out=out, budget=budget, progress=progress) if name == "frontier"
+    results = [_FRONTIERS[name](scale=scale, seed=seed, out=out, budget=budget, progress=progress) if name in _FRONTIERS
                else run_experiment(name, scale=scale, seed=seed, out=out, budget=budget, device=device, progress=progress,
                                    workers=workers)
                for name in selected]

@@ -62,7 +62,18 @@ SPECS = [
     "matched-gaussian:run={plain},delta=1e-5",
     "matched-linf:run={plain}",
     "matched-laplace:run={composed}",
+    "budget-laplace:budget=0.5x",
+    "budget-gaussian:budget=0.5x",
+    "shrinkage:budget=0.5x,shrink=0.3",
+    "shrinkage:budget=0.5x,shrink=0.3,noise=gaussian",
+    "suppression:budget=0.5x",
+    "linear-optimal:budget=0.5x",
+    "time-sharing:budget=0.5x",
 ]
+#: SPECs whose release is a function of the membership alone (no randomness).
+DETERMINISTIC = ("none", "suppression:budget=0.5x")
+#: the references at a utility budget (bngp.defenses.budget), whose guarantee is that of shrinkage plus noise.
+BUDGET_SPECS = ("budget-laplace", "budget-gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
 
 
 def _training_config(**overrides) -> GameConfig:
@@ -125,8 +136,9 @@ def test_releases_shape_range_and_seeded_noise(template, runs, context, membersh
     assert np.all((releases >= 0) & (releases <= 1))
     np.testing.assert_array_equal(_releases(defense, genotypes, memberships, seed=5), releases)
     exact = np.tile(memberships @ genotypes / N_MEMBERS, defense.composition)
-    if template == "none":
-        np.testing.assert_allclose(releases, exact, rtol=0, atol=1e-6)
+    if template in DETERMINISTIC:
+        if template == "none":
+            np.testing.assert_allclose(releases, exact, rtol=0, atol=1e-6)
         np.testing.assert_array_equal(_releases(defense, genotypes, memberships, seed=6), releases)
     else:
         assert not np.array_equal(_releases(defense, genotypes, memberships, seed=6), releases)
@@ -188,8 +200,22 @@ def test_describe_and_closed_form_guarantee(template, runs, context, small_popul
     n_snvs = small_population.n_attributes
     copies = defense.composition
     guarantee = defense.guarantee
-    if name in ("none", "run"):
+    if name in ("none", "run", "time-sharing"):
         assert guarantee is None and description["guarantee"] is None
+        return
+    if name in BUDGET_SPECS:  # shrinkage a and scales s: eps = sum_j (1 - a_j) / (N s_j) (Laplace), mu-GDP (Gaussian)
+        kept, scale = 1 - defense.shrink, defense.scale
+        if np.any((kept > 0) & (scale == 0)):  # an attribute released exactly: no guarantee
+            assert guarantee is None and description["guarantee"] is None
+            return
+        assert description["guarantee"] == guarantee.to_dict()
+        ratio = kept[kept > 0] / (N_MEMBERS * scale[kept > 0])  # a suppressed attribute (a_j = 1) costs nothing
+        if defense.law == "laplace":
+            assert guarantee.epsilon == pytest.approx(float(np.sum(ratio)), rel=1e-12)
+        else:
+            mu = math.sqrt(float(np.sum(ratio**2)))
+            assert guarantee.gdp_mu == pytest.approx(mu, rel=1e-12)
+            assert _balle_wang_delta(guarantee.epsilon, mu) == pytest.approx(guarantee.delta, rel=1e-4)
         return
     assert description["guarantee"] == guarantee.to_dict()
     kind = name.removeprefix("matched-")

@@ -314,7 +314,7 @@ def test_differing_rows_known_answers() -> None:
 
 
 def test_names_sizes_and_budgets_are_validated() -> None:
-    assert parse_experiment_names("all") == [*EXPERIMENTS, "frontier"]
+    assert parse_experiment_names("all") == [*EXPERIMENTS, "frontier", "budget-frontier"]
     assert parse_experiment_names("table5, table3,table5") == ["table5", "table3"]
     with pytest.raises(UnknownNameError):
         parse_experiment_names(" , ")
@@ -349,7 +349,8 @@ def test_reproductions_train_every_step_of_their_fresh_attackers(reproduced: Pat
     ``selection_patience`` to None, so their runs record the config of the runs stored before early
     stopping existed, train every step, and the check trains for all its steps (unless the delivered
     defender is the data-independent release, which is checked exactly, without an attacker)."""
-    runs = [path.parent for path in reproduced.rglob("config.json") if (path.parent / "summary.json").is_file()]
+    runs = [path.parent for path in reproduced.rglob("config.json") if (path.parent / "summary.json").is_file()
+            and "budget-frontier" not in str(path)]  # those start from a reference: test_budget_frontier_quick
     assert any("frontier" in str(run) for run in runs) and len(runs) >= 3
     for run in runs:
         config = json.loads((run / "config.json").read_text())["config"]
@@ -362,3 +363,25 @@ def test_reproductions_train_every_step_of_their_fresh_attackers(reproduced: Pat
             assert check["training_curve"] is None and check["strongest_auc"] == 0.5
         else:
             assert check["training_curve"]["steps"][-1] == check["steps"]
+
+
+def test_budget_frontier_quick(reproduced: Path, capsys) -> None:
+    """``budget-frontier`` at the quick scale: a defender trained for each budget from the best reference,
+    within its budget, every reference ranked, the report and plot written; a rerun reuses every cell."""
+    directory = reproduced / "budget-frontier" / f"quick_seed{SEED}"
+    verify_run(directory)
+    results = _payload(reproduced, "budget-frontier")
+    assert set(results["cells"]) == {"genome K >= |Q|", "adult"}
+    for cells in results["cells"].values():
+        (cell,) = cells
+        assert cell["trained"]["met"] and cell["trained"]["loss"] == pytest.approx(cell["budget"]["budget"], rel=0.02)
+        labels = [entry["label"] for entry in cell["references"]]
+        assert labels[:2] == ["laplace", "gaussian"] and labels[-1] == "time-sharing"
+        chosen = [entry for entry in cell["references"] if entry["chosen"]]
+        assert len(chosen) == 1 and chosen[0]["label"] == cell["best_reference"] == cell["trained"]["start"]["reference"]
+        assert cell["trained"]["start"]["kept"] in ("start", "trained")
+    assert "envelope" in (directory / "report.md").read_text() and (directory / "frontier.png").stat().st_size > 10_000
+    capsys.readouterr()
+    assert main(["reproduce", "budget-frontier", "--scale", "quick", "--seed", str(SEED), "--out", str(reproduced),
+                 "--quiet"]) == 0
+    assert _payload(reproduced, "budget-frontier")["cells"] == results["cells"]

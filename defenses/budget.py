@@ -1,0 +1,327 @@
+"""Reference mechanisms calibrated to a utility budget, and the budget itself.
+
+A data steward states a budget U on the utility loss mean_j |x_j - f(D)_j| (frequency units,
+the loss of arXiv:2410.07414 App. L.3 with one weight per attribute), either absolutely or
+relative to L0 = E mean_j |t_j - f(D)_j|, the loss of the data-independent release t = f(theta),
+which leaks nothing: only budgets U < L0 ask for a trade-off.  ``0.5x`` means U = L0 / 2.
+
+Every reference here is a :class:`~bngp.defenses.shrinkage.ShrinkNoiseDefense`
+x = clip(t + (1 - a) o (f(D) - t) + s o e, 0, 1) whose expected loss, over the prior's memberships
+and the noise, is U (the closed form of :func:`~bngp.defenses.shrinkage.clipped_deviation_loss`,
+averaged over :data:`CALIBRATION_DRAWS` memberships drawn with :data:`CALIBRATION_SEED`; the noise is
+scaled by Brent's method):
+
+- ``laplace`` / ``gaussian``: a = 0, one scale (plain DP noise; Dwork et al. 2006, Balle & Wang 2018);
+- ``shrinkage``: one a for every attribute, one scale (the shrinkage itself must cost less than U);
+- ``suppression``: a_j in {0, 1}, no noise: the attributes whose release exposes individuals most
+  per unit of loss are replaced by t_j (in the spirit of Venkatesaramani et al., "Enabling
+  trade-offs in privacy and utility in genomic data beacons and summary statistics", Genome
+  Research 33, 2023): attribute j is ranked by r_j = E_k[((Z_kj - t_j)^2 / (t_j (1 - t_j)))^2] / E|f(D)_j - t_j|,
+  the second moment of an individual's log-likelihood-ratio increment (Sankararaman et al. 2009)
+  per unit of loss, and suppressed in that order until the budget is spent (the last one shrunk
+  only as far as the budget allows);
+- ``linear-optimal``: per-attribute (a_j, s_j) optimised against the linear-Gaussian decoder
+  (:mod:`bngp.defenses.linear_optimum`), then one factor on every s_j to meet U exactly;
+- ``time-sharing`` (:class:`TimeSharingDefense`): t with probability p = U / L0, else f(D).  By mean AUC
+  it beats every noise mechanism at the same loss; every release it makes is useless or fully
+  revealing, which TPR at low FPR shows.  It is drawn for reference, never chosen as a defender.
+
+The SPECs registered here (``--defense``): ``budget-laplace:budget=U``, ``budget-gaussian:budget=U``,
+``shrinkage:budget=U,shrink=A[,noise=laplace|gaussian]``, ``suppression:budget=U``,
+``linear-optimal:budget=U[,noise=laplace|gaussian]``, ``time-sharing:budget=U``; U absolute or ``Fx``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import brentq
+
+from bngp.data.population import Population
+from bngp.data.priors import UniformSubsetPrior
+from bngp.errors import InputError
+from bngp.release.mechanism import allele_frequencies
+from bngp.release.sampling import release_mechanism, sample_releases
+from bngp.rng import make_rng, torch_generator
+from .base import Defense
+from .linear_optimum import optimise_precisions
+from .registry import DefenseContext, register_defense
+from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense
+
+__all__ = [
+    "CALIBRATION_DRAWS",
+    "CALIBRATION_SEED",
+    "MEASUREMENT_SEED",
+    "REFERENCE_KINDS",
+    "UtilityBudget",
+    "BudgetSetting",
+    "TimeSharingDefense",
+    "parse_budget",
+    "dp_at_budget",
+    "shrinkage_at_budget",
+    "suppression_at_budget",
+    "linear_optimal_at_budget",
+    "time_sharing_at_budget",
+    "reference_at_budget",
+]
+
+#: memberships over which a mechanism's expected loss is averaged (the same draws for every mechanism).
+CALIBRATION_DRAWS = 2000
+#: the seed of those draws: fixed, so that every calibration and every measurement of a loss against a
+#: budget reads the same memberships.
+CALIBRATION_SEED = 20241009
+#: the seed of the noise of :meth:`BudgetSetting.measured_loss`.
+MEASUREMENT_SEED = CALIBRATION_SEED + 1
+#: the references :func:`reference_at_budget` builds.
+REFERENCE_KINDS = ("laplace", "gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
+
+
+def parse_budget(text: str | float) -> tuple[float, bool]:
+    """``"0.0073"`` -> (0.0073, False); ``"0.5x"`` -> (0.5, True) (relative to L0)."""
+    raw = str(text).strip()
+    relative = raw.lower().endswith("x")
+    number = raw[:-1] if relative else raw
+    try:
+        value = float(number)
+    except ValueError:
+        raise InputError(f"a utility budget is a number (mean |x - f(D)|) or a fraction of the data-independent "
+                         f"release's loss such as 0.5x, got {raw!r}.") from None
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"a utility budget must be > 0, got {raw!r}.")
+    return value, relative
+
+
+@dataclass(frozen=True)
+class UtilityBudget:
+    """A utility budget resolved on a population.
+
+    Attributes:
+        value: U, the largest mean |x - f(D)| allowed (frequency units).
+        data_independent_loss: L0, the loss of t = f(theta).
+        given: the budget as the user wrote it ("0.5x" or "0.0073").
+    """
+
+    value: float
+    data_independent_loss: float
+    given: str
+
+    @property
+    def fraction(self) -> float:
+        """U / L0."""
+        return self.value / self.data_independent_loss
+
+    def to_dict(self) -> dict:
+        return {"budget": self.value, "given": self.given, "data_independent_loss": self.data_independent_loss,
+                "fraction_of_data_independent": self.fraction}
+
+    def describe(self) -> str:
+        return f"{self.value:.5g} ({self.fraction:.3g} of the data-independent release's {self.data_independent_loss:.5g})"
+
+
+@dataclass(frozen=True, eq=False)
+class BudgetSetting:
+    """What calibrating to a budget needs of a population: N, t = f(theta) and f(D) on
+    :data:`CALIBRATION_DRAWS` memberships of the "N of K" prior drawn with :data:`CALIBRATION_SEED`."""
+
+    population: Population
+    n_members: int
+    target: np.ndarray
+    memberships: np.ndarray
+    statistics: np.ndarray
+
+    @classmethod
+    def of(cls, population: Population, n_members: int, draws: int = CALIBRATION_DRAWS) -> "BudgetSetting":
+        prior = UniformSubsetPrior(population.n_individuals, n_members)
+        b = prior.sample(draws, make_rng(CALIBRATION_SEED))
+        statistics = np.asarray(allele_frequencies(b, population.genotypes), dtype=np.float64)
+        theta = torch.as_tensor(prior.marginals, dtype=torch.float32)[None]
+        target = allele_frequencies(theta, population.genotypes)[0].double().numpy()
+        return cls(population, int(n_members), target, b, statistics)
+
+    @property
+    def data_independent_loss(self) -> float:
+        """L0 = mean |t - f(D)| over the calibration draws."""
+        return float(np.abs(self.target - self.statistics).mean())
+
+    def resolve(self, text: str | float) -> UtilityBudget:
+        """The budget of ``text`` (absolute, or ``Fx`` = F L0); it must lie below L0."""
+        value, relative = parse_budget(text)
+        base = self.data_independent_loss
+        budget = value * base if relative else value
+        if budget >= base:
+            raise InputError(f"the utility budget {budget:.5g} is not below the data-independent release's loss "
+                             f"{base:.5g}: releasing f(theta), which leaks nothing, already meets it.")
+        return UtilityBudget(budget, base, str(text).strip())
+
+    def loss(self, defense: ShrinkNoiseDefense) -> float:
+        """The expected loss of ``defense`` over the calibration draws and the noise (closed form)."""
+        return defense.expected_loss(self.statistics)
+
+    def measured_loss(self, defense: Defense) -> float:
+        """mean |x - f(D)| of one release of ``defense`` per calibration draw, its noise drawn with
+        :data:`MEASUREMENT_SEED`: the one measurement of a loss against a budget, for any defense (a
+        trained defender's run and ``bngp evaluate`` of it read the same number)."""
+        mechanism = release_mechanism(self.population.genotypes, defense.composition)
+        releases = sample_releases(mechanism, defense, torch.as_tensor(self.memberships),
+                                   torch_generator(MEASUREMENT_SEED))
+        return float(np.abs(releases - np.tile(self.statistics, defense.composition)).mean())
+
+    def calibrated(self, shrink: np.ndarray, shape: np.ndarray, law: str, budget: UtilityBudget, label: str,
+                   details: dict | None = None) -> ShrinkNoiseDefense:
+        """The mechanism with shrinkage ``shrink`` and scales c x ``shape``, c > 0 such that its expected loss
+        is the budget."""
+        record = {"budget": budget.to_dict(), **(details or {})}
+        base = ShrinkNoiseDefense(shrink, np.zeros_like(shape), self.target, law, self.n_members, label, record)
+        floor = self.loss(base)
+        if floor > budget.value * (1 + 1e-9):
+            raise InputError(f"the shrinkage alone costs {floor:.5g}, above the budget {budget.value:.5g}.")
+        if not np.any(shape > 0):
+            return base
+
+        def excess(factor: float) -> float:
+            return self.loss(base.with_scale(factor * shape)) - budget.value
+
+        high = budget.value / float(np.mean(shape))
+        while excess(high) < 0:
+            high *= 2.0
+            if high > 1e12:
+                raise InputError(f"no noise scale reaches the budget {budget.value:.5g}.")
+        factor = brentq(excess, 0.0, high, xtol=1e-14, rtol=1e-12)
+        return base.with_scale(factor * shape)
+
+
+def dp_at_budget(setting: BudgetSetting, budget: UtilityBudget, law: str = "laplace") -> ShrinkNoiseDefense:
+    """Plain Laplace or Gaussian noise (a = 0, one scale) at the budget."""
+    width = setting.target.size
+    return setting.calibrated(np.zeros(width), np.ones(width), law, budget, law)
+
+
+def shrinkage_at_budget(setting: BudgetSetting, budget: UtilityBudget, shrink: float,
+                        law: str = "laplace") -> ShrinkNoiseDefense:
+    """One shrinkage a towards t on every attribute, then one noise scale, at the budget."""
+    if not 0.0 <= shrink <= 1.0:
+        raise InputError(f"`shrink` must be in [0, 1], got {shrink:g}.")
+    width = setting.target.size
+    return setting.calibrated(np.full(width, float(shrink)), np.ones(width), law, budget, "shrinkage",
+                              {"shrink": float(shrink)})
+
+
+def _exposure_per_loss(setting: BudgetSetting) -> np.ndarray:
+    """r_j of the module docstring (0 for an attribute every individual shares)."""
+    genotypes = np.asarray(setting.population.genotypes, dtype=np.float64)
+    frequency = genotypes.mean(axis=0)
+    spread = frequency * (1.0 - frequency)
+    safe = np.where(spread > 0, spread, 1.0)
+    moment = (((genotypes - frequency) ** 2 / safe) ** 2).mean(axis=0)
+    cost = np.abs(setting.statistics - setting.target).mean(axis=0)
+    return np.where((spread > 0) & (cost > 0), moment / np.where(cost > 0, cost, 1.0), 0.0)
+
+
+def suppression_at_budget(setting: BudgetSetting, budget: UtilityBudget) -> ShrinkNoiseDefense:
+    """Attributes replaced by t_j in order of exposure per unit of loss until the budget is spent."""
+    width = setting.target.size
+    cost = np.abs(setting.statistics - setting.target).mean(axis=0) / width  # each one's share of the mean loss
+    order = np.argsort(-_exposure_per_loss(setting), kind="stable")
+    spent = np.cumsum(cost[order])
+    whole = int(np.searchsorted(spent, budget.value, side="right"))
+    shrink = np.zeros(width)
+    shrink[order[:whole]] = 1.0
+    if whole < width:
+        left = budget.value - (spent[whole - 1] if whole else 0.0)
+        shrink[order[whole]] = min(1.0, left / cost[order[whole]]) if cost[order[whole]] > 0 else 0.0
+    return setting.calibrated(shrink, np.zeros(width), "laplace", budget, "suppression",
+                              {"suppressed": whole})
+
+
+def linear_optimal_at_budget(setting: BudgetSetting, budget: UtilityBudget, law: str = "laplace") -> ShrinkNoiseDefense:
+    """Per-attribute shrinkage and noise optimised against the linear-Gaussian decoder
+    (:func:`~bngp.defenses.linear_optimum.optimise_precisions`), its noise rescaled to the budget; with
+    Laplace noise each s_j is the Laplace scale of the same variance (sigma_j / sqrt 2)."""
+    optimum = optimise_precisions(np.asarray(setting.population.genotypes), setting.n_members, budget.fraction)
+    shape = optimum.sigma / math.sqrt(2.0) if law == "laplace" else optimum.sigma
+    return setting.calibrated(optimum.shrink, shape, law, budget, "linear-optimal",
+                              {"model_auc": optimum.model_auc, "model_loss": optimum.model_loss})
+
+
+class TimeSharingDefense(Defense):
+    """Release t = f(theta) with probability p, else f(D): xi = B (t - f(D)), B ~ Bernoulli(p) per release."""
+
+    name = "time-sharing"
+
+    def __init__(self, target: np.ndarray, probability: float, budget: UtilityBudget | None = None) -> None:
+        if not 0.0 <= probability <= 1.0:
+            raise InputError(f"the time-sharing probability must be in [0, 1], got {probability:g}.")
+        self.target = np.asarray(target, dtype=np.float64)
+        self.probability = float(probability)
+        self.budget = budget
+
+    def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        chosen = (torch.rand((x_hat.shape[0], 1), generator=generator, dtype=torch.float64) < self.probability)
+        target = torch.as_tensor(self.target, dtype=torch.float64)
+        return (chosen * (target - x_hat.detach().cpu().double())).to(x_hat.device)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "label": "time-sharing", "probability": self.probability,
+                "budget": None if self.budget is None else self.budget.to_dict(), "guarantee": None}
+
+
+def time_sharing_at_budget(setting: BudgetSetting, budget: UtilityBudget) -> TimeSharingDefense:
+    """t with probability p = U / L0, else f(D): its expected loss is p L0 = U."""
+    return TimeSharingDefense(setting.target, budget.fraction, budget)
+
+
+def reference_at_budget(kind: str, setting: BudgetSetting, budget: UtilityBudget, *, shrink: float | None = None,
+                        law: str = "laplace") -> Defense:
+    """The reference ``kind`` (:data:`REFERENCE_KINDS`) at the budget."""
+    if law not in NOISE_LAWS:
+        raise InputError(f"`noise` must be one of {', '.join(NOISE_LAWS)}, got {law!r}.")
+    if kind in ("laplace", "gaussian"):
+        return dp_at_budget(setting, budget, kind)
+    if kind == "shrinkage":
+        if shrink is None:
+            raise InputError("the shrinkage reference needs `shrink=A`.")
+        return shrinkage_at_budget(setting, budget, shrink, law)
+    if kind == "suppression":
+        return suppression_at_budget(setting, budget)
+    if kind == "linear-optimal":
+        return linear_optimal_at_budget(setting, budget, law)
+    if kind == "time-sharing":
+        return time_sharing_at_budget(setting, budget)
+    raise InputError(f"unknown reference {kind!r}; known: {', '.join(REFERENCE_KINDS)}.")
+
+
+def _spec_factory(spec_name: str, kind: str, keys: tuple[str, ...]):
+    def build(params: dict[str, str], context: DefenseContext) -> Defense:
+        unknown = [key for key in params if key not in ("budget", *keys)]
+        if unknown:
+            raise InputError(f"defense `{spec_name}` does not take `{unknown[0]}`; allowed: budget, {', '.join(keys)}.")
+        if "budget" not in params:
+            raise InputError(f"defense `{spec_name}` needs `budget=U` (mean |x - f(D)|, or a fraction such as 0.5x).")
+        setting = BudgetSetting.of(context.population, context.n_members)
+        budget = setting.resolve(params["budget"])
+        shrink = None
+        if "shrink" in keys:
+            if "shrink" not in params:
+                raise InputError(f"defense `{spec_name}` needs `shrink=A` (in [0, 1]).")
+            try:
+                shrink = float(params["shrink"])
+            except ValueError:
+                raise InputError(f"`shrink` of defense `{spec_name}` must be a number, got {params['shrink']!r}.") from None
+        defense = reference_at_budget(kind, setting, budget, shrink=shrink, law=params.get("noise", "laplace"))
+        if isinstance(defense, ShrinkNoiseDefense):
+            defense.name = spec_name
+        return defense
+
+    build.__doc__ = f"``{spec_name}:budget=U[,{',' .join(k + '=...' for k in keys)}]``: {kind} at a utility budget."
+    return register_defense(spec_name)(build)
+
+
+_spec_factory("budget-laplace", "laplace", ())
+_spec_factory("budget-gaussian", "gaussian", ())
+_spec_factory("shrinkage", "shrinkage", ("shrink", "noise"))
+_spec_factory("suppression", "suppression", ())
+_spec_factory("linear-optimal", "linear-optimal", ("noise",))
+_spec_factory("time-sharing", "time-sharing", ())

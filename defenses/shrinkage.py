@@ -1,0 +1,213 @@
+"""Shrinkage towards the data-independent release plus noise: the linear reference mechanisms.
+
+Notation of arXiv:2410.07414 section 2.2: membership b of N out of K, f(D) = Z^T b / N, and the
+data-independent release t = f(theta) = Z^T theta / N (theta the prior mean).  The mechanism
+
+    x = clip(t + (1 - a) o (f(D) - t) + s o e, 0, 1),   e_j i.i.d. Laplace(1) or N(0, 1),
+
+with per-attribute shrinkage a in [0, 1]^|Q| and noise scales s >= 0, holds every reference
+mechanism of the utility-budget frontier: a = 0 with one scale is the Laplace or Gaussian
+mechanism, one a with one scale is shrinkage plus noise, a_j in {0, 1} without noise is
+suppression of attributes, and per-attribute (a_j, s_j) the optimum against the linear decoder
+(:mod:`bngp.defenses.budget`).  It is also the family the BNGP defender G holds with a zero output
+layer (:class:`bngp.defenses.network.Defender`: shrinkage alpha and full-rank noise sigma), so a
+game can start from any of them.
+
+**Utility loss in closed form.**  The deviation before clipping is D = c + s e with c = -a (f(D) - t);
+clipping to [0, 1] caps it at x = f(D)_j below and 1 - x above, so the realised loss is
+g(D) = min(-D, x) for D < 0 and min(D, 1 - x) for D > 0, and with F(z) = P(D < z) and
+M(z) = E[D 1{D < z}],
+
+    E g(D) = M(1 - x) - 2 M(0) + M(-x) + x F(-x) + (1 - x)(1 - F(1 - x)),
+
+where for Gaussian e, u = (z - c)/s: F = Phi(u), M = c Phi(u) - s phi(u); for Laplace e: F = e^u/2
+and M = e^u (z - s)/2 for u <= 0, F = 1 - e^-u/2 and M = c - e^-u (z + s)/2 for u > 0.
+
+**Guarantee.**  Replacing one of N members moves each f(D)_j by at most 1/N, and the mechanism is
+post-processing of (1 - a) o f(D) / s plus unit noise: with Laplace noise it is eps-DP with
+eps = sum_j (1 - a_j) / (N s_j) (the L1 sensitivity |Q|/N of the paper, App. L.3, at a = 0 and one
+scale); with Gaussian noise mu-GDP with mu = ||(1 - a) / (N s)||_2 (Dong, Roth & Su 2022), reported
+with its eps at delta = 1e-5 (Balle & Wang 2018).  An attribute released exactly (s_j = 0, a_j < 1)
+makes eps infinite (no guarantee); a suppressed one (a_j = 1) costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy.special import ndtr
+
+from bngp.errors import InputError
+from bngp.release.noise import sample_laplace
+from bngp.release.noise_law import NoiseLaw
+from .base import Defense, Guarantee
+from .calibration import gaussian_epsilon
+
+__all__ = ["NOISE_LAWS", "REPORTED_DELTA", "ShrinkNoiseDefense", "clipped_deviation_loss"]
+
+#: the laws of the unit noise e.
+NOISE_LAWS = ("laplace", "gaussian")
+#: the delta at which a Gaussian shrinkage mechanism's eps is reported.
+REPORTED_DELTA = 1e-5
+
+
+def _check_law(law: str) -> str:
+    if law not in NOISE_LAWS:
+        raise InputError(f"`noise` must be one of {', '.join(NOISE_LAWS)}, got {law!r}.")
+    return law
+
+
+def _cdf_and_partial_mean(law: str, z: np.ndarray, c: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """F(z) = P(D < z) and M(z) = E[D 1{D < z}] for D = c + s e, s > 0 (module docstring)."""
+    u = (z - c) / s
+    if law == "gaussian":
+        density = np.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
+        cdf = ndtr(u)
+        return cdf, c * cdf - s * density
+    below = u <= 0
+    tail = 0.5 * np.exp(-np.abs(u))
+    cdf = np.where(below, tail, 1.0 - tail)
+    mean = np.where(below, tail * (z - s), c - tail * (z + s))
+    return cdf, mean
+
+
+def clipped_deviation_loss(law: str, shift: np.ndarray, scale: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
+    """E|clip(x_hat + shift + scale e, 0, 1) - x_hat| over e, elementwise (module docstring).
+
+    Args:
+        law: "laplace" (e ~ Laplace(1), E|e| = 1) or "gaussian" (e ~ N(0, 1)).
+        shift: c, the deterministic part of the deviation (broadcast with the others).
+        scale: s >= 0; where s = 0 the loss is |clip(x_hat + c) - x_hat|.
+        x_hat: f(D) in [0, 1].
+
+    Returns:
+        float64 array of the broadcast shape.
+    """
+    law = _check_law(law)
+    shift, scale, x_hat = np.broadcast_arrays(np.asarray(shift, np.float64), np.asarray(scale, np.float64),
+                                              np.asarray(x_hat, np.float64))
+    if np.any(scale < 0):
+        raise InputError("noise scales must be >= 0.")
+    exact = np.abs(np.clip(x_hat + shift, 0.0, 1.0) - x_hat)
+    noisy = scale > 0
+    if not noisy.any():
+        return exact
+    s = np.where(noisy, scale, 1.0)
+    f_low, m_low = _cdf_and_partial_mean(law, -x_hat, shift, s)
+    _, m_zero = _cdf_and_partial_mean(law, np.zeros_like(x_hat), shift, s)
+    f_high, m_high = _cdf_and_partial_mean(law, 1.0 - x_hat, shift, s)
+    loss = m_high - 2.0 * m_zero + m_low + x_hat * f_low + (1.0 - x_hat) * (1.0 - f_high)
+    return np.where(noisy, np.maximum(loss, 0.0), exact)
+
+
+class ShrinkNoiseDefense(Defense):
+    """x = clip(t + (1 - a) o (f(D) - t) + s o e, 0, 1) (module docstring); the noise is
+    xi = a o (t - f(D)) + s o e.
+
+    Args:
+        shrink: a, (|Q|,) in [0, 1].
+        scale: s, (|Q|,) >= 0.
+        target: t = f(theta), (|Q|,).
+        law: "laplace" or "gaussian".
+        n_members: N, for the guarantee.
+        label: the reference's name in reports ("laplace", "shrinkage", "suppression", ...).
+        details: a JSON-able record of how it was chosen (budget, shrinkage grid, ...).
+        name: the SPEC name it was built from (``describe()["name"]``).
+    """
+
+    def __init__(self, shrink: np.ndarray, scale: np.ndarray, target: np.ndarray, law: str, n_members: int,
+                 label: str = "shrink", details: dict | None = None, name: str = "shrinkage") -> None:
+        self.law = _check_law(law)
+        self.shrink = np.asarray(shrink, dtype=np.float64).reshape(-1)
+        self.scale = np.asarray(scale, dtype=np.float64).reshape(-1)
+        self.target = np.asarray(target, dtype=np.float64).reshape(-1)
+        width = self.target.size
+        if self.shrink.size != width or self.scale.size != width:
+            raise InputError(f"shrinkage, scales and target must all have |Q| = {width} entries.")
+        if not (np.all(np.isfinite(self.shrink)) and np.all((self.shrink >= 0) & (self.shrink <= 1))):
+            raise InputError("the shrinkage a must lie in [0, 1].")
+        if not (np.all(np.isfinite(self.scale)) and np.all(self.scale >= 0)):
+            raise InputError("the noise scales s must be finite and >= 0.")
+        if n_members < 1:
+            raise InputError(f"`n_members` must be >= 1, got {n_members}.")
+        self.n_members = int(n_members)
+        self.label = label
+        self.details = dict(details or {})
+        self.name = name
+
+    def with_scale(self, scale: np.ndarray) -> "ShrinkNoiseDefense":
+        """The same mechanism with other noise scales."""
+        return ShrinkNoiseDefense(self.shrink, scale, self.target, self.law, self.n_members, self.label, self.details,
+                                  self.name)
+
+    def expected_loss(self, x_hat: np.ndarray) -> float:
+        """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|)."""
+        x_hat = np.asarray(x_hat, dtype=np.float64)
+        shift = self.shrink * (self.target - x_hat)
+        return float(clipped_deviation_loss(self.law, shift, self.scale, x_hat).mean())
+
+    def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        rows, width = x_hat.shape
+        if width != self.target.size:
+            raise InputError(f"this mechanism releases {self.target.size} attributes, the statistic has {width}.")
+        if self.law == "laplace":
+            unit = sample_laplace((rows, width), 1.0, generator)
+        else:
+            unit = torch.randn((rows, width), generator=generator, dtype=torch.float64)
+        scale = torch.as_tensor(self.scale, dtype=torch.float64)
+        shrink = torch.as_tensor(self.shrink, dtype=torch.float64)
+        target = torch.as_tensor(self.target, dtype=torch.float64)
+        xi = unit.mul_(scale).add_(shrink * (target - x_hat.detach().cpu().double()))
+        return xi.to(device=x_hat.device)
+
+    @property
+    def noise_law(self) -> NoiseLaw | None:
+        """The i.i.d. law when there is no shrinkage and one scale (plain Laplace or Gaussian)."""
+        if np.any(self.shrink) or np.ptp(self.scale) > 0:
+            return None
+        return NoiseLaw(self.law, float(self.scale[0])) if self.scale[0] > 0 else NoiseLaw("none", 0.0)
+
+    def privacy_parameters(self) -> tuple[float, float | None]:
+        """(eps, mu): eps-DP for Laplace noise, or mu-GDP and its eps at :data:`REPORTED_DELTA`."""
+        kept = 1.0 - self.shrink
+        exposed = kept > 0
+        if np.any(exposed & (self.scale == 0)):
+            return math.inf, (math.inf if self.law == "gaussian" else None)
+        ratio = np.where(exposed, kept / (self.n_members * np.where(self.scale > 0, self.scale, 1.0)), 0.0)
+        if self.law == "laplace":
+            return float(ratio.sum()), None
+        mu = float(np.sqrt(np.sum(ratio**2)))
+        if mu == 0:
+            return 0.0, 0.0
+        return gaussian_epsilon(1.0, REPORTED_DELTA, mu), mu
+
+    @property
+    def guarantee(self) -> Guarantee | None:
+        """The eps-DP (Laplace) or mu-GDP (Gaussian) guarantee; None when an attribute is released exactly."""
+        epsilon, mu = self.privacy_parameters()
+        if math.isinf(epsilon):
+            return None
+        delta = REPORTED_DELTA if self.law == "gaussian" else 0.0
+        return Guarantee(f"shrinkage-{self.law}", epsilon, delta, 1.0 / self.n_members, "linf", "replace", mu)
+
+    def summary(self) -> dict:
+        """The mechanism in a few numbers: law, shrinkage and scales (mean, range), suppressed and
+        exactly released attributes."""
+        return {
+            "label": self.label,
+            "noise": self.law,
+            "shrink_mean": float(self.shrink.mean()),
+            "shrink_min": float(self.shrink.min()),
+            "shrink_max": float(self.shrink.max()),
+            "scale_mean": float(self.scale.mean()),
+            "scale_max": float(self.scale.max()),
+            "suppressed": int(np.sum(self.shrink >= 1.0)),
+            "exact": int(np.sum((self.shrink == 0) & (self.scale == 0))),
+        }
+
+    def describe(self) -> dict:
+        guarantee = self.guarantee
+        return {"name": self.name, **self.summary(), **self.details,
+                "guarantee": None if guarantee is None else guarantee.to_dict()}
