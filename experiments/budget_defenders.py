@@ -112,7 +112,7 @@ def markdown(records: list[dict]) -> str:
     lines = ["# Budget-trained defenders beside the reference mechanisms", ""]
     for record in records:
         budget = record["budget"]
-        lines += [f"## Budget {record['fraction']:g} x L0 = {budget['budget']:.5g} (L0 = {budget.get('data_independent_loss', float('nan')):.5g})",
+        lines += [f"## Budget {record['fraction']:g} x L0 = {budget['budget']:.5g} (L0 = {budget['budget'] / record['fraction']:.5g})",
                   "", f"Defender: started from {record['start']['reference']}; kept {record['start']['kept']} "
                   f"({record['start']['reason']}); selected step {record['selected_step']}; trained in "
                   f"{record['train_seconds']:.0f} s.", "",
@@ -140,12 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.5, 0.75])
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--out", required=True, help="folder of the results (budget_F.json, report.md)")
-    parser.add_argument("--work", required=True, help="folder of the run directories and evaluations")
+    parser.add_argument("--work", help="folder of the run directories and evaluations; without it, only the report "
+                        "is written again from the records in --out")
     args = parser.parse_args(argv)
-    out, work = Path(args.out), Path(args.work)
+    out, work = Path(args.out), Path(args.work or ".")
     out.mkdir(parents=True, exist_ok=True)
-    work.mkdir(parents=True, exist_ok=True)
-    records = [run_budget(args.population, args.members, fraction, args.seed, out, work) for fraction in args.fractions]
+    if args.work:
+        work.mkdir(parents=True, exist_ok=True)
+    records = [run_budget(args.population, args.members, fraction, args.seed, out, work) if args.work
+               else json.loads((out / f"budget_{fraction:g}.json").read_text()) for fraction in args.fractions]
     (out / "report.md").write_text(markdown(records))
     print(json.dumps([record["acceptance"] for record in records], indent=2))
     return 0

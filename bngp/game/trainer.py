@@ -760,14 +760,16 @@ class Game:
 
     @torch.no_grad()
     def _moved_from_start(self) -> dict[str, float]:
-        """How far G's current state is from its start: mean |alpha - a|, mean |sigma - s| relative to mean s,
-        and the largest |weight| of G's output layer (0 at the start)."""
+        """How far G's current state is from its start: the mean shrinkage and noise scale at the start and now,
+        mean |alpha - a| and mean |sigma - s|, and the largest |weight| of G's output layer (0 at the start)."""
         start = self.start
         shrink = self.defender.shrink_weight.detach().double().cpu().numpy()
         scale = self.defender.noise_scale.detach().double().cpu().numpy()
         output = self.defender.net[-1]
-        return {"shrink_mean_abs_change": float(np.abs(shrink - start.shrink).mean()),
-                "scale_relative_change": float(np.abs(scale - start.scale).mean() / max(float(start.scale.mean()), 1e-12)),
+        return {"shrink_mean": [float(start.shrink.mean()), float(shrink.mean())],
+                "scale_mean": [float(start.scale.mean()), float(scale.mean())],
+                "shrink_mean_abs_change": float(np.abs(shrink - start.shrink).mean()),
+                "scale_mean_abs_change": float(np.abs(scale - start.scale).mean()),
                 "output_layer_max_abs": float(max(output.weight.abs().max(), output.bias.abs().max()))}
 
     def _record_evaluation(self, writer: Any, losses: dict[str, float], bar: Any) -> None:

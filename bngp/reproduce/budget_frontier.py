@@ -6,7 +6,9 @@ calibrated to U (Laplace, Gaussian, uniform shrinkage towards f(theta) plus Lapl
 shrinkages, suppression, the linear-decoder optimum, time-sharing) is attacked by the converged linear
 attack of :func:`bngp.game.start.linear_attack_score` (AUC, TPR at 1% and 0.1% FPR), a defender is
 trained for U starting from the best of them (``bngp train --utility-budget``), and the defender and the
-best reference are also attacked by every attack of ``bngp evaluate --attacks all``.
+best reference are also attacked by every attack of ``bngp evaluate --attacks all``; every mechanism is
+audited end to end (a many-run canary audit, :mod:`bngp.mechanism_audit`, whose eps lower bound holds with
+95% confidence).
 
 The lower envelope is, at each budget, the least AUC of the references other than time-sharing.
 Time-sharing (release f(theta) with probability U / L0, else f(D)) is drawn for reference: its mean AUC
@@ -39,6 +41,7 @@ from bngp.evaluate import evaluate_defense
 from bngp.game import Game, GameConfig, train_once
 from bngp.game.start import linear_attack_score, rank_references
 from bngp.io_utils import write_json, write_text
+from bngp.mechanism_audit import audit_mechanism
 from bngp.report import save_png
 from bngp.reproduce.catalog import ADULT, GENOME
 from bngp.reproduce.datasets import make_population
@@ -57,6 +60,9 @@ SHRINK_GRID = (0.1, 0.2, 0.4, 0.6)
 #: one colour per reference family in every plot (the trained defender: red stars; the envelope: black).
 FAMILY_COLOURS = {"laplace": "tab:blue", "gaussian": "tab:orange", "shrinkage": "tab:green", "linear-optimal": "tab:purple",
                   "suppression": "tab:brown", "time-sharing": "grey"}
+#: the end-to-end audit of every mechanism of a cell: many-run, this many canaries (at most N and K - N) and
+#: releases, scored by this attack; its eps lower bound holds with 95% confidence.
+AUDIT_CANARIES, AUDIT_RUNS, AUDIT_ATTACK = 100, 200, "score"
 #: the AUC above which a release is said not to protect membership.
 REVEALING_AUC = 0.99
 TITLE = "Privacy-utility frontier at a utility budget (beyond arXiv:2410.07414): trained defenders and reference mechanisms"
@@ -103,11 +109,20 @@ def _evaluation_record(population, prior, defense, members: int, releases: int, 
             "tpr_at_0.1pct_fpr": entry["tpr_at_fpr"]["0.001"]}
 
 
+def _audited_epsilon(population, defense, members: int, seed: int) -> float:
+    """The eps lower bound of a many-run canary audit of ``defense`` (:data:`AUDIT_CANARIES`, :data:`AUDIT_RUNS`,
+    :data:`AUDIT_ATTACK`; :func:`bngp.mechanism_audit.audit_mechanism`, confidence 0.95)."""
+    canaries = min(AUDIT_CANARIES, members, population.n_individuals - members)
+    result = audit_mechanism(population, defense, AUDIT_ATTACK, mode="many-run", canaries=canaries, members=members,
+                             runs=AUDIT_RUNS, seed=seed, progress=False, device="cpu")
+    return float(result.epsilon_lb)
+
+
 def frontier_cell(population, members: int, fraction: float, seed: int, budget: Budget, run_dir: Path) -> dict:
     """One (population, budget) cell of the module docstring, as a JSON-able record."""
     started = time.perf_counter()
     prior = UniformSubsetPrior(population.n_individuals, members)
-    ranking_seed, trained_seed, evaluation_seed = spawn_seeds(seed, 3)
+    ranking_seed, trained_seed, evaluation_seed, audit_seed = spawn_seeds(seed, 4)
     ranking = rank_references(population, members, f"{fraction:g}x", ranking_seed, shrink_grid=SHRINK_GRID)
     best = ranking.best_score
     config = GameConfig(steps=budget.steps, objective="utility-budget", budget=ranking.budget.value,
@@ -122,14 +137,18 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     evaluation = {"trained": _evaluation_record(population, prior, trained, members, budget.releases, evaluation_seed),
                   "best_reference": _evaluation_record(population, prior, ranking.best, members, budget.releases,
                                                        evaluation_seed)}
+    references = ranking.to_dict()["references"]
+    for entry in references:
+        entry["audited_epsilon_lb"] = _audited_epsilon(population, ranking.defenses[entry["label"]], members, audit_seed)
     return {
-        "fraction": fraction, "budget": ranking.budget.to_dict(), "references": ranking.to_dict()["references"],
+        "fraction": fraction, "budget": ranking.budget.to_dict(), "references": references,
         "best_reference": best.label,
         "trained": {"auc": auc, "tpr_at_1pct_fpr": tpr1, "tpr_at_0.1pct_fpr": tpr01, "shadow_releases": releases,
                     "loss": summary.budget.kept_state_value, "met": summary.budget.met,
                     "start": {key: summary.start[key] for key in ("reference", "kept", "reason", "final_state_moved", "kept_state_moved", "trained_step", "final_step")
                               if key in summary.start},
-                    "steps": summary.steps},
+                    "steps": summary.steps,
+                    "audited_epsilon_lb": _audited_epsilon(population, trained, members, audit_seed)},
         "evaluation": evaluation,
         "seconds": time.perf_counter() - started,
     }
@@ -180,6 +199,16 @@ def _table(cells: list[dict]) -> list[str]:
         lines.append(f"| {cell['fraction']:g} | {cell['budget']['budget']:.5f} | " + " | ".join(parts)
                      + f" | {envelope['auc']:.3f} | {cell['trained']['auc']:.3f} / {cell['trained']['tpr_at_1pct_fpr']:.2f} | "
                      f"{strongest['auc']:.3f} ({strongest['strongest_attack']}) / {strongest['tpr_at_1pct_fpr']:.2f} |")
+    return lines
+
+
+def _audit_table(cells: list[dict]) -> list[str]:
+    labels = [entry["label"] for entry in cells[0]["references"]]
+    lines = ["| budget (x L0) | " + " | ".join(labels) + " | BNGP (trained) |", "|---" * (len(labels) + 2) + "|"]
+    for cell in sorted(cells, key=lambda item: -item["fraction"]):
+        by_label = {entry["label"]: entry for entry in cell["references"]}
+        parts = [f"{by_label[label]['audited_epsilon_lb']:.2f}" if label in by_label else "-" for label in labels]
+        lines.append(f"| {cell['fraction']:g} | " + " | ".join(parts) + f" | {cell['trained']['audited_epsilon_lb']:.2f} |")
     return lines
 
 
@@ -272,7 +301,9 @@ def run_budget_frontier(*, scale: str, seed: int, out: Path, budget: Budget, pro
     for entry in populations:
         cells = results[entry.label]
         lines += [f"## {entry.label} ({entry.regime}; {entry.sizes.describe()})", "", *_table(cells), "",
-                  *verdicts(cells), ""]
+                  *verdicts(cells), "",
+                  f"Audited eps lower bounds (many-run canary audit, {AUDIT_CANARIES} canaries at most, {AUDIT_RUNS} "
+                  f"releases, attack `{AUDIT_ATTACK}`, 95% confidence):", "", *_audit_table(cells), ""]
         for cell in sorted(cells, key=lambda item: -item["fraction"]):
             start = cell["trained"]["start"]
             lines.append(f"- {cell['fraction']:g} x L0: started from {start['reference']}, delivered the {start['kept']} "
