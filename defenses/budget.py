@@ -55,6 +55,7 @@ __all__ = [
     "CALIBRATION_DRAWS",
     "CALIBRATION_SEED",
     "MEASUREMENT_SEED",
+    "BUDGET_SPECS",
     "REFERENCE_KINDS",
     "UtilityBudget",
     "BudgetSetting",
@@ -75,6 +76,8 @@ CALIBRATION_DRAWS = 2000
 CALIBRATION_SEED = 20241009
 #: the seed of the noise of :meth:`BudgetSetting.measured_loss`.
 MEASUREMENT_SEED = CALIBRATION_SEED + 1
+#: the defense SPECs of the references, each taking ``budget=U``.
+BUDGET_SPECS = ("budget-laplace", "budget-gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
 #: the references :func:`reference_at_budget` builds.
 REFERENCE_KINDS = ("laplace", "gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
 

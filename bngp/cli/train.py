@@ -147,8 +147,10 @@ def run(args: argparse.Namespace) -> int:
         budget_value = budget.value
         print(f"utility budget {budget.describe()}", file=sys.stderr)
         if start_reference:
-            print("ranking the reference mechanisms at the budget by a converged linear attack ...", file=sys.stderr)
-            ranking = rank_references(population, args.members, budget.given, seed=args.seed, setting=setting)
+            if not args.quiet:
+                print("ranking the reference mechanisms at the budget by a converged linear attack ...", file=sys.stderr)
+            ranking = rank_references(population, args.members, budget.given, seed=args.seed, setting=setting,
+                                      progress=not args.quiet)
             best = ranking.best_score
             print(f"starting from {best.label}: linear-attack AUC {best.auc:.4f}, TPR at 1% FPR {best.tpr_at_1pct:.3f}",
                   file=sys.stderr)

@@ -16,6 +16,8 @@ Gaussian): :func:`start_defender` sets G to it.
 
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -138,7 +140,7 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
 
 def rank_references(population: Population, n_members: int, budget: str | float, seed: int = 0, *,
                     laws: tuple[str, ...] = ("laplace",), shrink_grid: tuple[float, ...] = SHRINK_GRID,
-                    setting: BudgetSetting | None = None) -> ReferenceRanking:
+                    setting: BudgetSetting | None = None, progress: bool = False) -> ReferenceRanking:
     """Every reference of :mod:`bngp.defenses.budget` at ``budget`` (absolute or ``Fx``), each scored by
     :func:`linear_attack_score`; the uniform shrinkage tried at every a of ``shrink_grid`` (its best kept
     as ``shrinkage``); the best (lowest AUC, then lowest TPR at 1% FPR) that is not time-sharing is the start.
@@ -146,6 +148,7 @@ def rank_references(population: Population, n_members: int, budget: str | float,
     Args:
         laws: the noise laws of the shrinkage and linear-optimal references ("laplace", "gaussian").
         setting: a :class:`BudgetSetting` of (population, n_members) already built.
+        progress: a line on stderr per reference scored.
     """
     setting = setting or BudgetSetting.of(population, n_members)
     resolved = setting.resolve(budget)
@@ -163,8 +166,12 @@ def rank_references(population: Population, n_members: int, budget: str | float,
     candidates.append(("time-sharing", reference_at_budget("time-sharing", setting, resolved)))
     seeds = spawn_seeds(seed, len(candidates))
     scored = []
-    for (label, defense), stream in zip(candidates, seeds):
+    for index, ((label, defense), stream) in enumerate(zip(candidates, seeds), start=1):
+        started = time.perf_counter()
         value, tpr1, tpr01, releases = linear_attack_score(defense, population, n_members, stream)
+        if progress:
+            print(f"[references] {index}/{len(candidates)} {label}: AUC {value:.4f}, TPR at 1% FPR {tpr1:.3f} "
+                  f"({releases:,} shadow releases, {time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)
         shrinking = isinstance(defense, ShrinkNoiseDefense)
         epsilon = defense.guarantee.epsilon if shrinking and defense.guarantee is not None else None
         scored.append(ReferenceScore(label, value, tpr1, tpr01, releases, setting.loss(defense) if shrinking else None,

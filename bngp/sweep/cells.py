@@ -11,13 +11,14 @@ from typing import Any
 from bngp.data.npz import load_population
 from bngp.data.population import Population
 from bngp.defenses.artifact import population_fingerprint
+from bngp.defenses.budget import BudgetSetting
 from bngp.defenses.registry import DefenseContext, parse_defense_spec, split_spec
 from bngp.errors import InputError
 from bngp.game import GameConfig
 from bngp.mechanism_audit import resolve_neighbouring
 from bngp.rng import named_seeds
 
-from .config import BNGP_FAMILY, AuditSpec, DatasetSpec, SweepConfig
+from .config import BNGP_FAMILY, BUDGET_FAMILIES, BUDGET_FAMILY, AuditSpec, DatasetSpec, SweepConfig
 
 __all__ = ["Cell", "Dataset", "SEED_STREAMS", "load_datasets", "plan_cells"]
 
@@ -51,11 +52,13 @@ class Cell:
         dataset: the dataset's spec (name, path, n).
         fingerprint: the dataset's :attr:`Dataset.fingerprint`.
         defense: the defense family as the config writes it (``"bngp"``, ``"gaussian:delta=1e-5"``).
-        parameter: kappa of a BNGP cell, eps of a DP cell.
+        parameter: kappa of a BNGP cell, eps of a DP cell, the utility budget (as written) of a
+            ``bngp-budget`` cell or a reference at a budget.
         seed: the cell's seed (an entry of ``seeds``); :data:`SEED_STREAMS` are spawned from it.
         attacks: the attacks evaluated.
         releases: evaluation releases.
-        game: the defender's GameConfig (BNGP cells), None for DP cells.
+        game: the defender's GameConfig (BNGP cells; for a ``bngp-budget`` cell the settings the budget,
+            its noise law and its refits are added to once the references are ranked), None otherwise.
         audit: the settings of the cell's mechanism audit, None when the sweep has no ``audit``.
         attacker_patience: early stopping of the evaluation's Bayesian attacker (None: all steps).
     """
@@ -63,7 +66,7 @@ class Cell:
     dataset: DatasetSpec
     fingerprint: str
     defense: str
-    parameter: float
+    parameter: float | str
     seed: int
     attacks: tuple[str, ...]
     releases: int
@@ -78,9 +81,12 @@ class Cell:
 
     @property
     def spec(self) -> str:
-        """The defense SPEC of the cell: ``bngp:kappa=K``, or the DP SPEC with its epsilon
-        (``laplace:epsilon=1.0``), as ``bngp evaluate --defense`` takes it."""
+        """The defense SPEC of the cell: ``bngp:kappa=K``, the DP SPEC with its epsilon
+        (``laplace:epsilon=1.0``, as ``bngp evaluate --defense`` takes it), or a budget family's with its
+        budget (``shrinkage:budget=0.5x,shrink=0.2``; ``bngp-budget:budget=0.5x``)."""
         name, params = split_spec(self.defense)
+        if name in BUDGET_FAMILIES:
+            return f"{name}:" + ",".join([f"budget={self.parameter}", *(f"{k}={v}" for k, v in params.items())])
         key = "kappa" if name == BNGP_FAMILY else "epsilon"
         return f"{name}:" + ",".join([f"{key}={self.parameter!r}", *(f"{k}={v}" for k, v in params.items())])
 
@@ -121,7 +127,8 @@ class Cell:
 
     def describe(self) -> dict[str, Any]:
         """The cell's parameters as recorded with its result."""
-        bngp = self.game is not None
+        bngp = self.family == BNGP_FAMILY
+        budgeted = self.family in BUDGET_FAMILIES
         return {
             "key": self.key,
             "dataset": self.dataset.name,
@@ -131,13 +138,14 @@ class Cell:
             "family": self.family,
             "spec": self.spec,
             "kappa": self.parameter if bngp else None,
-            "eps": None if bngp else self.parameter,
+            "eps": None if bngp or budgeted else self.parameter,
+            **({"budget": self.parameter} if budgeted else {}),
             "seed": self.seed,
             "seeds": self.seeds,
             "attacks": list(self.attacks),
             "releases": self.releases,
             "attacker_patience": self.attacker_patience,
-            "game": self.game.to_dict() if bngp else None,
+            "game": None if self.game is None else self.game.to_dict(),
         }
 
 
@@ -157,8 +165,11 @@ def load_datasets(config: SweepConfig) -> dict[str, Dataset]:
         if other != spec.name:
             raise InputError(f"datasets `{other}` and `{spec.name}` are the same population with the same members.")
         context = DefenseContext(population, spec.members)
+        setting = BudgetSetting.of(population, spec.members) if config.budgets else None
         for cell in _cells(config, spec, fingerprint):
             try:
+                if cell.family == BUDGET_FAMILY:
+                    setting.resolve(cell.parameter)  # a budget at or above f(theta)'s loss fails before any cell
                 defense = None if cell.game is not None else parse_defense_spec(cell.spec, context)
                 if config.audit is not None:
                     _check_audit(config.audit, defense, population.n_individuals, spec.members)
@@ -198,10 +209,14 @@ def plan_cells(config: SweepConfig, datasets: dict[str, Dataset]) -> list[Cell]:
 def _cells(config: SweepConfig, spec: DatasetSpec, fingerprint: str) -> list[Cell]:
     cells = []
     for defense in config.defenses:
-        bngp = split_spec(defense)[0] == BNGP_FAMILY
-        for parameter in config.kappa if bngp else config.eps:
+        family = split_spec(defense)[0]
+        bngp, trained = family == BNGP_FAMILY, family in (BNGP_FAMILY, BUDGET_FAMILY)
+        axis = config.kappa if bngp else config.budgets if family in BUDGET_FAMILIES else config.eps
+        for parameter in axis:
             for seed in config.seeds:
-                game = config.game_config(parameter, named_seeds(seed, _PLAIN_STREAMS)["game"]) if bngp else None
-                cells.append(Cell(spec, fingerprint, defense, float(parameter), seed, config.attacks, config.releases, game,
+                game_seed = named_seeds(seed, _PLAIN_STREAMS)["game"]
+                game = config.game_config(parameter if bngp else 0.0, game_seed) if trained else None
+                value = parameter if family in BUDGET_FAMILIES else float(parameter)
+                cells.append(Cell(spec, fingerprint, defense, value, seed, config.attacks, config.releases, game,
                                   config.audit, config.attacker_patience))
     return cells

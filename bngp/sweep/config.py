@@ -12,6 +12,11 @@ The keys (``docs/sweep.md`` has a full example):
   ``eps``.
 * ``kappa`` / ``eps``: the trade-off weights of the BNGP defenders and the epsilons of the DP
   defenses (each needed exactly when a defense family uses it).
+* ``budgets``: utility budgets (mean |x - f(D)|, absolute or a fraction of the data-independent
+  release's loss such as ``"0.5x"``) of the families ``"bngp-budget"`` (a defender trained for each
+  budget from the best reference mechanism, as ``bngp train --utility-budget``) and the reference
+  mechanisms at a budget (``budget-laplace``, ``budget-gaussian``, ``shrinkage:shrink=A``,
+  ``suppression``, ``linear-optimal``, ``time-sharing``, written without ``budget=``).
 * ``seeds`` (default ``[0]``), ``attacks`` (default :data:`DEFAULT_ATTACKS`), ``releases``
   (evaluation releases per cell, default 50), ``retries`` (of a failed cell, default 2).
 * ``attacker_patience``: early stopping of the evaluation's Bayesian attacker
@@ -38,6 +43,7 @@ from typing import Any
 
 from bngp.attacks.registry import attack_requirements, available_attacks
 from bngp.attacks.training import AttackerTrainingConfig
+from bngp.defenses.budget import BUDGET_SPECS, parse_budget
 from bngp.defenses.registry import split_spec
 from bngp.defenses.specs import DP_SPECS
 from bngp.errors import InputError
@@ -46,17 +52,21 @@ from bngp.mechanism_audit import DEFAULT_RUNS
 from bngp.validation import check_patience
 
 __all__ = ["AuditSpec", "DatasetSpec", "SweepConfig", "load_sweep_config", "AUDIT_KEYS", "AUDIT_MODES", "BNGP_FAMILY",
-           "DEFAULT_ATTACKS", "GAME_KEYS"]
+           "BUDGET_FAMILY", "BUDGET_FAMILIES", "DEFAULT_ATTACKS", "GAME_KEYS"]
 
 #: the defense family of the defenders trained in the BNGP game.
 BNGP_FAMILY = "bngp"
+#: the family of the defenders trained for a utility budget (``bngp train --utility-budget``).
+BUDGET_FAMILY = "bngp-budget"
+#: the families on the ``budgets`` axis: the trained ones and the reference mechanisms at a budget.
+BUDGET_FAMILIES = (BUDGET_FAMILY, *BUDGET_SPECS)
 #: the attacks of a sweep that names none: closed-form attacks, fast at any size.
 DEFAULT_ATTACKS: tuple[str, ...] = ("lrt", "adaptive-lrt", "score", "reconstruction")
 #: the GameConfig settings a config's ``game`` table may set (kappa and seed are the sweep's).
 GAME_KEYS: tuple[str, ...] = tuple(f.name for f in fields(GameConfig) if f.name not in ("kappa", "kappa_vector", "seed"))
 
-_KEYS = ("datasets", "defenses", "kappa", "eps", "seeds", "attacks", "releases", "retries", "attacker_patience", "game",
-         "audit")
+_KEYS = ("datasets", "defenses", "kappa", "eps", "budgets", "seeds", "attacks", "releases", "retries", "attacker_patience",
+         "game", "audit")
 #: the settings of the ``audit`` table.
 AUDIT_KEYS = ("mode", "canaries", "attack", "runs", "confidence", "delta")
 #: the audit modes a sweep can run: both canary audits, which give statistically valid lower bounds.
@@ -168,12 +178,25 @@ class SweepConfig:
     attacker_patience: int | None = AttackerTrainingConfig.patience
     game: tuple[tuple[str, Any], ...] = ()
     audit: AuditSpec | None = None
+    budgets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_datasets(self.datasets)
         _check_defenses(self.defenses)
         families = {split_spec(entry)[0] for entry in self.defenses}
-        uses_kappa, uses_eps = BNGP_FAMILY in families, bool(families - {BNGP_FAMILY})
+        uses_kappa, uses_eps = BNGP_FAMILY in families, bool(families - {BNGP_FAMILY, *BUDGET_FAMILIES})
+        uses_budgets = bool(families & set(BUDGET_FAMILIES))
+        if uses_budgets and not self.budgets:
+            raise InputError("`budgets` must list at least one utility budget for a `bngp-budget` or reference defense.")
+        if self.budgets and not uses_budgets:
+            raise InputError("`budgets` is given but no defense uses it (it is for `bngp-budget` and the references "
+                             "at a budget).")
+        _check_unique("budgets", self.budgets)
+        for index, text in enumerate(self.budgets):
+            try:
+                parse_budget(text)
+            except InputError as exc:
+                raise InputError(f"`budgets[{index}]`: {exc}") from None
         _check_axis("kappa", self.kappa, uses_kappa, "the `bngp` defense", lambda v: 0 <= v <= KAPPA_MAX,
                     f"in [0, {KAPPA_MAX:g}]")
         _check_axis("eps", self.eps, uses_eps, "a DP defense", lambda v: v > 0, "> 0")
@@ -230,6 +253,7 @@ class SweepConfig:
             attacker_patience=_none_word(data.get("attacker_patience", AttackerTrainingConfig.patience)),
             game=tuple((str(key), tuple(value) if isinstance(value, list) else _none_word(value)) for key, value in game.items()),
             audit=None if data.get("audit") is None else AuditSpec.from_dict(data["audit"]),
+            budgets=tuple(str(value).strip() for value in _as_list(data.get("budgets", []))),
         )
 
     def game_config(self, kappa: float, seed: int) -> GameConfig:
@@ -238,7 +262,7 @@ class SweepConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The config in its JSON form (absolute dataset paths), as recorded in ``sweep.json``;
-        ``audit`` only when the sweep audits its cells."""
+        ``audit`` only when the sweep audits its cells, ``budgets`` only when it has some."""
         payload = {
             "datasets": [{"name": d.name, "path": str(d.path), "members": d.members} for d in self.datasets],
             "defenses": list(self.defenses),
@@ -253,6 +277,8 @@ class SweepConfig:
         }
         if self.audit is not None:
             payload["audit"] = self.audit.to_dict()
+        if self.budgets:
+            payload["budgets"] = list(self.budgets)
         return payload
 
 
@@ -348,7 +374,7 @@ def _check_defenses(defenses: tuple[str, ...]) -> None:
     if not defenses:
         raise InputError("`defenses` must list at least one defense.")
     _check_unique("defenses", defenses)
-    known = (BNGP_FAMILY, *DP_SPECS)
+    known = (BNGP_FAMILY, *DP_SPECS, *BUDGET_FAMILIES)
     for index, entry in enumerate(defenses):
         key = f"defenses[{index}]"
         if not isinstance(entry, str):
@@ -356,8 +382,12 @@ def _check_defenses(defenses: tuple[str, ...]) -> None:
         name, params = split_spec(entry)
         if name not in known:
             raise InputError(f"`{key}`: unknown defense family {name!r}; known: {', '.join(known)}.")
-        if name == BNGP_FAMILY and params:
-            raise InputError(f"`{key}`: `bngp` takes no parameters (set the game's in the `game` table).")
+        if name in (BNGP_FAMILY, BUDGET_FAMILY) and params:
+            raise InputError(f"`{key}`: `{name}` takes no parameters (set the game's in the `game` table).")
+        if name in BUDGET_FAMILIES:
+            if "budget" in params:
+                raise InputError(f"`{key}`: `budget` is set by the `budgets` axis; write {name!r} without it.")
+            continue
         fixed = [p for p in params if p in _SPEC_SET_BY_SWEEP]
         if fixed:
             raise InputError(f"`{key}`: `{fixed[0]}` is set by the `eps` axis; write {name!r} without it.")

@@ -1,5 +1,5 @@
-"""Running one cell: train the BNGP defender (BNGP cells), evaluate the defense, audit it (with an
-``audit`` table), retry on failure.
+"""Running one cell: train the BNGP defender (BNGP cells; a ``bngp-budget`` cell from the best reference
+mechanism at its budget), evaluate the defense, audit it (with an ``audit`` table), retry on failure.
 
 A BNGP cell given a run directory of its own (``runs/<key>/`` of the sweep, on the local backend
 and a local Ray runtime) trains there with :func:`bngp.game.train_once`: a run finished by an
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import replace
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,10 +34,11 @@ from bngp.defenses.trained import load_run_defense
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.evaluate import evaluate_defense
 from bngp.game import Game, train_once
+from bngp.game.start import rank_references
 from bngp.mechanism_audit import audit_mechanism
 
 from .cells import Cell
-from .config import AuditSpec
+from .config import BUDGET_FAMILY, AuditSpec
 from .results import CellResult
 
 __all__ = ["run_cell", "single_threaded", "error_line", "audit_cell_defense"]
@@ -100,8 +102,9 @@ def _compute(cell: Cell, population: Population, run_dir: Path | None = None) ->
     if cell.game is None:
         defense = parse_defense_spec(cell.spec, context)
     else:
+        game = _budget_game(cell, population, prior) if cell.family == BUDGET_FAMILY else Game(population, prior, cell.game)
         with _training_dir(run_dir) as directory:
-            summary, _ = train_once(Game(population, prior, cell.game), directory)
+            summary, _ = train_once(game, directory)
             defense = load_run_defense(directory, context)  # loaded into memory: a temporary directory can go
             if run_dir is None:
                 # the finished run (less its checkpoint) goes back with the result (a Ray worker's disk is not the
@@ -115,6 +118,9 @@ def _compute(cell: Cell, population: Population, run_dir: Path | None = None) ->
             "in_game_utility_loss": summary.utility_loss,
             "fresh_attacker_auc": summary.fresh_attacker_auc,
         }
+        if summary.start is not None:
+            training["start"] = {key: summary.start[key] for key in ("reference", "kept", "reason") if key in summary.start}
+            training["budget"] = summary.budget.to_dict()
         notes.extend(summary.warnings)
     evaluation = evaluate_defense(population, prior, defense, ",".join(cell.attacks), releases=cell.releases,
                                   seed=cell.seeds["evaluation"], n_members=members,
@@ -133,6 +139,17 @@ def _compute(cell: Cell, population: Population, run_dir: Path | None = None) ->
         "warnings": [*notes, *evaluation.notes],
         "defender_run": defender_run,
     }
+
+
+def _budget_game(cell: Cell, population: Population, prior: UniformSubsetPrior) -> Game:
+    """The game of a ``bngp-budget`` cell, as ``bngp train --utility-budget`` sets it up: the references ranked
+    at the cell's budget (with its game seed), G started from the best, the in-game refits on as many shadow
+    releases as that reference's converged attack needed."""
+    ranking = rank_references(population, cell.dataset.members, cell.parameter, seed=cell.game.seed)
+    config = replace(cell.game, objective="utility-budget", budget=ranking.budget.value, noise_law=ranking.best.law,
+                     refit_releases=ranking.best_score.releases)
+    return Game(population, prior, config, start=ranking.best,
+                start_record={"reference": ranking.best_score.label, "ranking": ranking.to_dict()})
 
 
 def audit_cell_defense(audit: AuditSpec, population: Population, defense, members: int, seed: int) -> dict:
