@@ -142,8 +142,9 @@ def rank_references(population: Population, n_members: int, budget: str | float,
                     laws: tuple[str, ...] = ("laplace",), shrink_grid: tuple[float, ...] = SHRINK_GRID,
                     setting: BudgetSetting | None = None, progress: bool = False) -> ReferenceRanking:
     """Every reference of :mod:`bngp.defenses.budget` at ``budget`` (absolute or ``Fx``), each scored by
-    :func:`linear_attack_score`; the uniform shrinkage tried at every a of ``shrink_grid`` (its best kept
-    as ``shrinkage``); the best (lowest AUC, then lowest TPR at 1% FPR) that is not time-sharing is the start.
+    :func:`linear_attack_score` (each with its own seed spawned from ``seed``); the uniform shrinkage at every a
+    of ``shrink_grid`` whose shrinkage alone fits the budget; the best (lowest AUC, then lowest TPR at 1% FPR)
+    that is not time-sharing is the start.
 
     Args:
         laws: the noise laws of the shrinkage and linear-optimal references ("laplace", "gaussian").

@@ -190,3 +190,19 @@ def test_budget_surface_puts_the_mechanism_back_on_the_budget(shrink, wide_popul
         assert not sigma.any() and alpha.max() < 0.95
     else:
         assert np.all(alpha == np.float32(0.1)) and sigma.any()
+
+
+def test_cli_evaluate_checks_any_defense_against_a_budget(population_file, wide_setting, tmp_path, capsys) -> None:
+    out = tmp_path / "eval.json"
+    assert main(["evaluate", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense",
+                 "budget-laplace:budget=0.25x", "--attacks", "linear", "--releases", "4", "--utility-budget", "0.5x",
+                 "--quiet", "--out", str(out)]) == 0
+    budget = json.loads(out.read_text())["budget"]
+    assert budget["given"] == "0.5x" and budget["met"]
+    assert budget["measured_loss"] == pytest.approx(0.25 * wide_setting.data_independent_loss, rel=0.02)
+    capsys.readouterr()
+    code = main(["evaluate", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense", "none",
+                 "--attacks", "linear", "--utility-budget", "2x", "--quiet", "--out", str(tmp_path / "e2.json")])
+    error = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(error) == 1 and "not below the data-independent" in error[0]
+    assert not (tmp_path / "e2.json").exists()
