@@ -51,7 +51,8 @@ from bngp.rng import spawn_seeds
 from bngp.run_dir import commit_run, staging_dir
 from bngp.timing import matmul_flops, peak_rss_bytes
 
-__all__ = ["BUDGET_FRONTIER", "FRACTIONS", "FrontierPopulation", "run_budget_frontier", "frontier_cell", "verdicts"]
+__all__ = ["BUDGET_FRONTIER", "FRACTIONS", "FrontierPopulation", "run_budget_frontier", "frontier_cell", "verdicts",
+           "time_sharing_line"]
 
 #: the budgets, as fractions of the data-independent release's loss.
 FRACTIONS = (0.875, 0.75, 0.5, 0.25, 0.125)
@@ -186,6 +187,19 @@ def verdicts(cells: list[dict]) -> list[str]:
     return lines
 
 
+def time_sharing_line(cells: list[dict]) -> str:
+    """How time-sharing compares with the envelope by mean AUC and by TPR at 1% FPR, over the budgets of one
+    population (module docstring)."""
+    below = highest = 0
+    for cell in cells:
+        sharing = next(entry for entry in cell["references"] if entry["label"] == "time-sharing")
+        below += sharing["auc"] < _envelope(cell)["auc"]
+        highest += sharing["tpr_at_1pct_fpr"] >= max(entry["tpr_at_1pct_fpr"] for entry in cell["references"])
+    return (f"- Time-sharing reads a lower mean AUC than the envelope at {below} of {len(cells)} budgets, and the "
+            f"highest TPR at 1% FPR of every mechanism at {highest} of {len(cells)}: a release that is either "
+            "useless or fully revealing wins on mean AUC alone.")
+
+
 def _table(cells: list[dict]) -> list[str]:
     labels = [entry["label"] for entry in cells[0]["references"]]
     lines = ["| budget (x L0) | U | " + " | ".join(labels) + " | envelope | BNGP (trained) | BNGP, strongest of all attacks |",
@@ -301,7 +315,7 @@ def run_budget_frontier(*, scale: str, seed: int, out: Path, budget: Budget, pro
     for entry in populations:
         cells = results[entry.label]
         lines += [f"## {entry.label} ({entry.regime}; {entry.sizes.describe()})", "", *_table(cells), "",
-                  *verdicts(cells), "",
+                  *verdicts(cells), time_sharing_line(cells), "",
                   f"Audited eps lower bounds (many-run canary audit, {AUDIT_CANARIES} canaries at most, {AUDIT_RUNS} "
                   f"releases, attack `{AUDIT_ATTACK}`, 95% confidence):", "", *_audit_table(cells), ""]
         for cell in sorted(cells, key=lambda item: -item["fraction"]):

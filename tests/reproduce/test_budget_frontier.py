@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from bngp.reproduce.budget_frontier import REVEALING_AUC, verdicts
+from bngp.reproduce.budget_frontier import REVEALING_AUC, time_sharing_line, verdicts
 
 
-def _cell(fraction: float, budget: float, aucs: dict[str, float], trained: float) -> dict:
+def _cell(fraction: float, budget: float, aucs: dict[str, float], trained: float,
+          tprs: dict[str, float] | None = None) -> dict:
+    tprs = tprs or {}
     return {"fraction": fraction, "budget": {"budget": budget},
-            "references": [{"label": label, "auc": auc, "tpr_at_1pct_fpr": 0.0} for label, auc in aucs.items()],
+            "references": [{"label": label, "auc": auc, "tpr_at_1pct_fpr": tprs.get(label, 0.0)}
+                           for label, auc in aucs.items()],
             "trained": {"auc": trained, "tpr_at_1pct_fpr": 0.0}}
 
 
@@ -23,3 +26,10 @@ def test_verdicts_place_the_defender_and_find_where_no_release_protects() -> Non
     assert "on the envelope (laplace 0.8000" in lines[2]
     assert lines[-1] == f"- The smallest budget tried at which some release reads AUC <= {REVEALING_AUC}: 0.5 x L0 = 0.002."
     assert verdicts(cells[:1])[-1] == f"- No budget tried has a release reading AUC <= {REVEALING_AUC}."
+
+
+def test_time_sharing_is_counted_against_the_envelope() -> None:
+    cells = [_cell(0.5, 0.002, {"laplace": 0.9, "time-sharing": 0.8}, 0.9, {"laplace": 0.3, "time-sharing": 0.5}),
+             _cell(0.75, 0.003, {"laplace": 0.7, "time-sharing": 0.75}, 0.7, {"laplace": 0.3, "time-sharing": 0.2})]
+    assert time_sharing_line(cells).startswith("- Time-sharing reads a lower mean AUC than the envelope at 1 of 2 "
+                                               "budgets, and the highest TPR at 1% FPR of every mechanism at 1 of 2")
