@@ -33,3 +33,9 @@ def test_time_sharing_is_counted_against_the_envelope() -> None:
              _cell(0.75, 0.003, {"laplace": 0.7, "time-sharing": 0.75}, 0.7, {"laplace": 0.3, "time-sharing": 0.2})]
     assert time_sharing_line(cells).startswith("- Time-sharing reads a lower mean AUC than the envelope at 1 of 2 "
                                                "budgets, and the highest TPR at 1% FPR of every mechanism at 1 of 2")
+
+
+def test_time_sharing_does_not_count_as_a_protecting_release() -> None:
+    """Each time-sharing release is f(theta) or f(D): its low mean AUC does not make a budget protecting."""
+    lines = verdicts([_cell(0.5, 0.002, {"laplace": 1.0, "time-sharing": 0.87}, 0.9999)])
+    assert "no release at this budget protects membership" in lines[0]
