@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -37,7 +37,8 @@ from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.ridge import default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
 from bngp.rng import spawn_seeds, torch_generator
 
-__all__ = ["SHRINK_GRID", "TEST_RELEASES", "SURFACE_DRAWS", "BudgetSurface", "ReferenceScore", "ReferenceRanking",
+__all__ = ["SHRINK_GRID", "TEST_RELEASES", "SURFACE_DRAWS", "BudgetSurface", "LinearAttackScore", "ReferenceScore",
+           "ReferenceRanking",
            "linear_attack_score", "rank_references", "start_defender"]
 
 #: the uniform shrinkages tried for the ``shrinkage`` reference.
@@ -116,10 +117,25 @@ def _sampler(population: Population, n_members: int, defense: Defense, seed: int
     return sample, prior
 
 
+@dataclass(frozen=True)
+class LinearAttackScore:
+    """How the converged linear attack reads a defense: its AUC (pooled over releases and individuals), TPR at
+    1% and 0.1% FPR, and the shadow releases of its converged fit."""
+
+    auc: float
+    tpr_at_1pct: float
+    tpr_at_01pct: float
+    releases: int
+
+    def to_dict(self) -> dict:
+        return {"auc": self.auc, "tpr_at_1pct_fpr": self.tpr_at_1pct, "tpr_at_0.1pct_fpr": self.tpr_at_01pct,
+                "shadow_releases": self.releases}
+
+
 def linear_attack_score(defense: Defense, population: Population, n_members: int, seed: int,
-                        test_releases: int = TEST_RELEASES) -> tuple[float, float, float, int]:
-    """(AUC, TPR at 1% FPR, TPR at 0.1% FPR, shadow releases) of the stronger of the converged ridge and
-    whitened maps on ``test_releases`` fresh releases of ``defense`` (module docstring)."""
+                        test_releases: int = TEST_RELEASES) -> LinearAttackScore:
+    """The stronger of the converged ridge and whitened maps on ``test_releases`` fresh releases of
+    ``defense`` (module docstring)."""
     sample, prior = _sampler(population, n_members, defense, seed)
     k, width = population.n_individuals, population.n_attributes * defense.composition
     validation = sample(_VALIDATION_RELEASES)
@@ -131,9 +147,9 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
     best = None
     for fit, curve in fits:
         scores = fit.predict(test_x).numpy()
-        candidate = (auc(scores, labels), tpr_at_fpr(scores, labels, 0.01), tpr_at_fpr(scores, labels, 0.001),
-                     int(curve.releases[-1]))
-        if best is None or candidate[0] > best[0]:
+        candidate = LinearAttackScore(auc(scores, labels), tpr_at_fpr(scores, labels, 0.01),
+                                      tpr_at_fpr(scores, labels, 0.001), int(curve.releases[-1]))
+        if best is None or candidate.auc > best.auc:
             best = candidate
     return best
 
@@ -169,17 +185,19 @@ def rank_references(population: Population, n_members: int, budget: str | float,
     scored = []
     for index, ((label, defense), stream) in enumerate(zip(candidates, seeds), start=1):
         started = time.perf_counter()
-        value, tpr1, tpr01, releases = linear_attack_score(defense, population, n_members, stream)
+        score = linear_attack_score(defense, population, n_members, stream)
         if progress:
-            print(f"[references] {index}/{len(candidates)} {label}: AUC {value:.4f}, TPR at 1% FPR {tpr1:.3f} "
-                  f"({releases:,} shadow releases, {time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)
+            print(f"[references] {index}/{len(candidates)} {label}: AUC {score.auc:.4f}, TPR at 1% FPR "
+                  f"{score.tpr_at_1pct:.3f} ({score.releases:,} shadow releases, {time.perf_counter() - started:.1f} s)",
+                  file=sys.stderr, flush=True)
         shrinking = isinstance(defense, ShrinkNoiseDefense)
         epsilon = defense.guarantee.epsilon if shrinking and defense.guarantee is not None else None
-        scored.append(ReferenceScore(label, value, tpr1, tpr01, releases, setting.loss(defense) if shrinking else None,
-                                     epsilon, defense.summary() if shrinking else {"probability": defense.probability}))
+        scored.append(ReferenceScore(label, score.auc, score.tpr_at_1pct, score.tpr_at_01pct, score.releases,
+                                     setting.loss(defense) if shrinking else None, epsilon,
+                                     defense.summary() if shrinking else {"probability": defense.probability}))
     eligible = [index for index, score in enumerate(scored) if score.label != "time-sharing"]
     best_index = min(eligible, key=lambda index: (scored[index].auc, scored[index].tpr_at_1pct))
-    scored[best_index] = ReferenceScore(**{**scored[best_index].__dict__, "chosen": True})
+    scored[best_index] = replace(scored[best_index], chosen=True)
     defenses = {label: defense for label, defense in candidates}
     return ReferenceRanking(resolved, tuple(scored), candidates[best_index][1], seed, defenses)
 

@@ -88,11 +88,6 @@ from .summary import BgbpRecord, BudgetRecord, CollapseReport, Exploitability, T
 
 __all__ = ["Game", "SEED_STREAMS"]
 
-
-def _score_dict(score: tuple[float, float, float, int]) -> dict[str, float]:
-    value, tpr1, tpr01, releases = score
-    return {"auc": value, "tpr_at_1pct_fpr": tpr1, "tpr_at_0.1pct_fpr": tpr01, "shadow_releases": releases}
-
 #: releases a refit draws at a time (:meth:`Game._attacker_releases`).
 _REFIT_BLOCK = 2000
 
@@ -747,12 +742,12 @@ class Game:
         seed = self.seeds["start-check"]
         start_score = linear_attack_score(self.start, self.population, n_members, seed)
         trained_score = linear_attack_score(self.delivered_defense(), self.population, n_members, seed)
-        record["start_check"] = {"seed": seed, "start": _score_dict(start_score), "trained": _score_dict(trained_score)}
-        if trained_score[0] < start_score[0]:
-            record.update(kept="trained", reason=f"converged linear attack AUC {trained_score[0]:.4f} < start's {start_score[0]:.4f}")
+        record["start_check"] = {"seed": seed, "start": start_score.to_dict(), "trained": trained_score.to_dict()}
+        if trained_score.auc < start_score.auc:
+            record.update(kept="trained", reason=f"converged linear attack AUC {trained_score.auc:.4f} < start's {start_score.auc:.4f}")
             self.start_record = record
             return selection
-        record.update(kept="start", reason=f"converged linear attack AUC {trained_score[0]:.4f} >= start's {start_score[0]:.4f}")
+        record.update(kept="start", reason=f"converged linear attack AUC {trained_score.auc:.4f} >= start's {start_score.auc:.4f}")
         self.start_record = record
         self.defender.load_state_dict(self._start_state)
         self.refit_attacker(score_defender=False)

@@ -134,7 +134,7 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     summary, _ = train_once(game, run_dir)
     context = DefenseContext(population, members)
     trained = load_run_defense(run_dir, context)
-    auc, tpr1, tpr01, releases = linear_attack_score(trained, population, members, trained_seed)
+    score = linear_attack_score(trained, population, members, trained_seed)
     evaluation = {"trained": _evaluation_record(population, prior, trained, members, budget.releases, evaluation_seed),
                   "best_reference": _evaluation_record(population, prior, ranking.best, members, budget.releases,
                                                        evaluation_seed)}
@@ -144,8 +144,7 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     return {
         "fraction": fraction, "budget": ranking.budget.to_dict(), "references": references,
         "best_reference": best.label,
-        "trained": {"auc": auc, "tpr_at_1pct_fpr": tpr1, "tpr_at_0.1pct_fpr": tpr01, "shadow_releases": releases,
-                    "loss": summary.budget.kept_state_value, "met": summary.budget.met,
+        "trained": {**score.to_dict(), "loss": summary.budget.kept_state_value, "met": summary.budget.met,
                     "start": {key: summary.start[key] for key in ("reference", "kept", "reason", "final_state_moved", "kept_state_moved", "trained_step", "final_step")
                               if key in summary.start},
                     "steps": summary.steps,
