@@ -40,7 +40,7 @@ thresholds).  eps_tilde is a measurement, not a lower bound: if G's closeness c
 (e^-c P_D <= P_G) equals c_lb, the release is not eps_tilde-DP.  The baseline is the safeguard:
 a generator easy to tell from real individuals gives a large c_lb and leaves little eps_tilde.
 
-Real non-members: the companion lower bound (issue 16, item 5).  The same MIA a(., x) scores a
+Real non-members: the companion lower bound.  The same MIA a(., x) scores a
 second audit set of R points: point i is the audit-pool member a_i (t_i = 1) or the real
 non-member o_i (t_i = 0), t_i a fair coin of the ``companion`` stream; the individual of the
 pair that is not audited stays where it is (a_i in D, o_i outside), so D is untouched.
