@@ -28,7 +28,6 @@ Writes ``OUT/budget-frontier/SCALE_seedS/`` (``report.md``, ``results.json``, ``
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,10 +44,10 @@ from bngp.mechanism_audit import audit_mechanism
 from bngp.report import save_png
 from bngp.reproduce.catalog import ADULT, GENOME
 from bngp.reproduce.datasets import make_population
-from bngp.reproduce.report import REFERENCE_MATMUL, ReproductionResult, environment
+from bngp.reproduce.report import REFERENCE_MATMUL, ReproductionResult, environment, fresh_staging, frontier_plot_lines
 from bngp.reproduce.scales import Budget, Sizes
 from bngp.rng import spawn_seeds
-from bngp.run_dir import commit_run, staging_dir
+from bngp.run_dir import commit_run
 from bngp.timing import matmul_flops, peak_rss_bytes
 
 __all__ = ["BUDGET_FRONTIER", "FRACTIONS", "FrontierPopulation", "run_budget_frontier", "frontier_cell", "verdicts",
@@ -298,10 +297,7 @@ def run_budget_frontier(*, scale: str, seed: int, out: Path, budget: Budget, pro
     wall = time.perf_counter() - started
     peak, matmul = peak_rss_bytes(), matmul_flops(*REFERENCE_MATMUL)
     target = root / stem
-    staging = staging_dir(target)
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
+    staging = fresh_staging(target)
     _plot(results, staging / "frontier.png")
     lines = [f"# {TITLE}", "", __doc__.split("\n\n")[1].replace("\n", " "), "",
              f"`bngp reproduce budget-frontier --scale {scale} --seed {seed}`: budgets {list(fractions)} x L0; "
@@ -309,12 +305,9 @@ def run_budget_frontier(*, scale: str, seed: int, out: Path, budget: Budget, pro
              f"cells' own compute, reused ones included: {sum(c['seconds'] for cs in results.values() for c in cs):.0f} s) at a "
              f"float32 matmul throughput of {matmul / 1e9:.1f} GFLOP/s measured in the same run, peak memory "
              f"{peak / 2**30:.2f} GiB.", ""]
-    if scale == "quick":
-        lines += ["**Quick scale: a pipeline check; these numbers say nothing about the frontier.**", ""]
-    lines += ["![frontier](frontier.png)", "",
-              "Each reference cell: AUC / TPR at 1% FPR of the converged linear attack (ridge and whitened maps, the "
-              "stronger). The last column: the strongest of every attack of `bngp evaluate --attacks all` against "
-              "the trained defender.", ""]
+    lines += frontier_plot_lines(scale, "Each reference cell: AUC / TPR at 1% FPR of the converged linear attack (ridge and "
+                                 "whitened maps, the stronger). The last column: the strongest of every attack of "
+                                 "`bngp evaluate --attacks all` against the trained defender.")
     for entry in populations:
         cells = results[entry.label]
         lines += [f"## {entry.label} ({entry.regime}; {entry.sizes.describe()})", "", *_table(cells), "",

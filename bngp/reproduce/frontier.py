@@ -27,10 +27,11 @@ from bngp.data.npz import save_population
 from bngp.io_utils import write_json, write_text
 from bngp.reproduce.catalog import ADULT, GENOME
 from bngp.reproduce.datasets import make_population
-from bngp.reproduce.report import REFERENCE_MATMUL, ReproductionResult, environment, reused_text
+from bngp.reproduce.report import (REFERENCE_MATMUL, ReproductionResult, environment, fresh_staging, frontier_plot_lines,
+                                   reused_text)
 from bngp.timing import matmul_flops, peak_rss_bytes
 from bngp.reproduce.scales import Budget, Sizes
-from bngp.run_dir import commit_run, staging_dir
+from bngp.run_dir import commit_run
 
 __all__ = ["FRONTIER", "FrontierGrid", "run_frontier", "DEFENSES"]
 
@@ -89,12 +90,9 @@ def _markdown(scale: str, seed: int, grid: FrontierGrid, budget: Budget, wall: f
         f"{matmul / 1e9:.1f} GFLOP/s measured in the same run, peak memory {peak / 2**30:.2f} GiB (this run's process).",
         "",
     ]
-    if scale == "quick":
-        lines += ["**Quick scale: a pipeline check; these numbers say nothing about the frontier.**", ""]
-    lines += ["![frontier](frontier.png)", "",
-              "Top row: utility loss against the strongest attack's AUC; bottom row: against the audited eps lower bound "
-              "(a statistically valid lower bound: any claimed eps below it is refuted at 95% confidence). The grey star "
-              "is the data-independent release f(theta) (AUC 0.5).", ""]
+    lines += frontier_plot_lines(scale, "Top row: utility loss against the strongest attack's AUC; bottom row: against the "
+                                 "audited eps lower bound (a statistically valid lower bound: any claimed eps below it is "
+                                 "refuted at 95% confidence). The grey star is the data-independent release f(theta) (AUC 0.5).")
     body = sweep_md.split("\n", 1)[1] if sweep_md.startswith("# ") else sweep_md
     return "\n".join(lines) + body
 
@@ -129,10 +127,7 @@ def run_frontier(*, scale: str, seed: int, out: Path, budget: Budget, progress: 
     peak = peak_rss_bytes()
     matmul = matmul_flops(*REFERENCE_MATMUL)
     target = root / stem
-    staging = staging_dir(target)
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
+    staging = fresh_staging(target)
     sweep = json.loads(result.json_path.read_text())
     shutil.copyfile(result.plot_path, staging / "frontier.png")
     write_json(staging / "results.json", {

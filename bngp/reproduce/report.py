@@ -37,7 +37,7 @@ from bngp.run_dir import MANIFEST_FILE, commit_run, staging_dir
 from bngp.timing import matmul_flops, peak_rss_bytes
 
 __all__ = ["ReproductionResult", "write_report", "write_index", "environment", "peak_rss_bytes", "differing_rows",
-           "collapsed_defenders", "reused_text"]
+           "collapsed_defenders", "reused_text", "fresh_staging", "frontier_plot_lines"]
 
 #: packages whose versions every result records.
 _PACKAGES = ("bngp", "torch", "numpy", "scipy", "scikit-learn", "msprime", "stdpopsim", "tskit", "matplotlib")
@@ -299,16 +299,29 @@ def plot_aucs(experiment: Experiment, path: Path) -> Path:
     return save_png(figure, path)
 
 
+def fresh_staging(target: Path) -> Path:
+    """The empty staging directory of the report directory ``target`` (:func:`bngp.run_dir.staging_dir`; a stale
+    one is discarded), where a report is written before :func:`bngp.run_dir.commit_run` moves it in place."""
+    staging = staging_dir(target)
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def frontier_plot_lines(scale: str, caption: str) -> list[str]:
+    """A frontier report's plot (``frontier.png``) with its caption, after the quick scale's warning."""
+    lines = ["**Quick scale: a pipeline check; these numbers say nothing about the frontier.**", ""] if scale == "quick" else []
+    return lines + ["![frontier](frontier.png)", "", caption, ""]
+
+
 def write_report(experiment: Experiment) -> ReproductionResult:
     """Write ``experiment``'s report directory in one step; returns what it produced."""
     wall = time.perf_counter() - experiment.started
     peak = peak_rss_bytes()
     matmul = matmul_flops(*REFERENCE_MATMUL)
     target = experiment.result_dir
-    staging = staging_dir(target)
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
+    staging = fresh_staging(target)
     payload = {
         "experiment": experiment.spec.name,
         "title": experiment.spec.title,
