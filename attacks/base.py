@@ -35,7 +35,7 @@ from bngp.metrics import auc
 from bngp.release.mechanism import Mechanism
 from bngp.release.noise_law import NoiseLaw
 from bngp.release.sampling import NoiseSource, release_mechanism, sample_releases
-from bngp.rng import torch_generator
+from bngp.rng import SeedLike, resolve_seed, torch_generator
 
 if TYPE_CHECKING:
     from bngp.data.population import Population
@@ -148,10 +148,11 @@ class Attack(ABC):
     #: mean per-release AUC of the raw (unflipped) statistic on the attack's shadow releases.
     shadow_auc_: float | None = None
 
-    def fit(self, knowledge: AttackKnowledge, seed: int = 0) -> "Attack":
-        """Set the attack up from the knowledge it is allowed to have; returns self."""
+    def fit(self, knowledge: AttackKnowledge, seed: SeedLike = 0) -> "Attack":
+        """Set the attack up from the knowledge it is allowed to have, its shadow draws derived from
+        ``seed`` (an int, None or a Generator, :func:`bngp.rng.resolve_seed`); returns self."""
         self.check_knowledge(knowledge)
-        self._fit(knowledge, seed)
+        self._fit(knowledge, resolve_seed(seed))
         return self
 
     def set_device(self, device: DeviceName | torch.device) -> Attack:

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from bngp.device import DeviceName, resolve_device, subnormals_flushed
 from bngp.errors import InputError
 from bngp.metrics import release_aucs
-from bngp.rng import seeded_torch, spawn_seeds
+from bngp.rng import SeedLike, resolve_seed, seeded_torch, spawn_seeds
 from bngp.validation import check_patience
 from .base import ReleaseSimulator
 from .network import ATTACKER_INITS, Attacker, AttackerInit, AttackerSpec, block_inversion_head
@@ -187,7 +187,7 @@ def train_attacker(
     spec: AttackerSpec,
     config: AttackerTrainingConfig,
     *,
-    seed: int,
+    seed: SeedLike,
     population: np.ndarray | None = None,
     n_members: float | None = None,
     theta: np.ndarray | None = None,
@@ -215,9 +215,11 @@ def train_attacker(
     converged map is not fitted twice.
 
     The attacker, the warm-start fits and the training run on ``device`` ("auto", "cpu",
-    "cuda" or a ``torch.device``); its initial weights (drawn on the CPU from ``seed``) and the
-    batches of ``sample`` do not depend on it.  Returns the attacker in eval mode, on ``device``.
+    "cuda" or a ``torch.device``); its initial weights (drawn on the CPU from ``seed``: an int,
+    None or a Generator, :func:`bngp.rng.resolve_seed`) and the batches of ``sample`` do not
+    depend on it.  Returns the attacker in eval mode, on ``device``.
     """
+    seed = resolve_seed(seed)
     device = resolve_device(device)
 
     def draw(n: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,19 +11,9 @@ core modules) never meet an import cycle.
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Any
 
 __version__ = "0.1.0"
-
-# Large CPU tensors (2 MiB and more) on transparent huge pages: torch reads THP_MEM_ALLOC_ENABLE
-# once, at its first allocation, so this holds whenever bngp is imported before torch allocates
-# (always from the `bngp` command) and a user's own setting wins.  Every autograd step allocates
-# fresh weight gradients (a 10,000 x 3,400 float32 one is 136 MB) whose page faults cost as
-# much as the product: measured on the 2-core machine, that product ran at 18-27 GFLOP/s into
-# fresh 4 KiB pages and 48-50 GFLOP/s with huge pages, a paper-scale training step took 0.66-0.82 s
-# against 0.91-0.95 s, and the trained weights were the same bit for bit (docs/results.md).
-os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 _EXPORTS = {
     # data

@@ -1,44 +1,60 @@
-"""The end-to-end demonstration behind ``bngp demo``: simulate, train, evaluate, report.
+"""The end-to-end demonstration behind ``bngp demo``: simulate, train for a utility budget, attack, decide.
 
 1. simulate a small CEU chromosome-10 window (stdpopsim on msprime): K individuals plus a
    reference panel, |Q| SNVs;
-2. train BNGP defenders with kappa = 0 (privacy only) and a larger kappa (utility matters);
-3. evaluate each defender and the undefended release with the Bayesian attacker, the linear
-   attackers fitted to convergence and the analytic attacks that apply, on fresh releases;
-4. write ``report.md`` (tables, ROC plot), ``summary.json`` and the per-run directories.
+2. train a BNGP defender for a utility budget (a fraction of the loss L0 of the data-independent
+   release f(theta), arXiv:2410.07414 section 3.3), started from the best reference mechanism at that
+   budget (:mod:`bngp.game.start`);
+3. attack the exact release f(D), Laplace noise at the same budget and the defender with the Bayesian
+   attacker, the linear attackers fitted to convergence and the analytic attacks, on fresh releases;
+4. read the defender's release decision (:mod:`bngp.decision`): its loss against the budget, the
+   strongest attack, and matched Laplace, Gaussian and the best reference mechanism at the same loss;
+5. write ``report.md`` (opening with the decision), ``summary.json``, ``roc.png`` and the run directory,
+   first in ``OUT.incomplete``, renamed to OUT when complete.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bngp.attacks.registry import available_attacks
 from bngp.data.genome import simulate_genome
 from bngp.data.npz import save_population
 from bngp.data.priors import UniformSubsetPrior
+from bngp.decision import decide_release, strongest_of_evaluation
+from bngp.defenses.budget import BudgetSetting, parse_budget
+from bngp.defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.trained import load_run_defense
 from bngp.errors import InputError
 from bngp.evaluate import evaluate_defense
 from bngp.game import Game, GameConfig
+from bngp.game.start import rank_references
 from bngp.io_utils import write_json, write_text
+from bngp.outputs import check_new_directory
 from bngp.report import evaluation_markdown, plot_roc
-from bngp.defenses.base import NoDefense
-from bngp.defenses.trained import load_run_defense
 
 __all__ = ["DemoConfig", "run_demo"]
+
+#: the attacks the demonstration runs (those installed).
+DEMO_ATTACKS = ("bayesian", "linear", "whitened", "reconstruction", "lrt", "score")
 
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """Sizes of the demonstration (defaults finish in a few minutes on 2 CPU cores)."""
+    """Sizes of the demonstration (the defaults finish in a few minutes on 2 CPU cores).
 
-    individuals: int = 100
-    reference: int = 100
-    snvs: int = 500
-    members: int = 50
-    kappas: tuple[float, ...] = (0.0, 50.0)
-    steps: int = 1000
+    ``budget`` is the utility budget on mean |x - f(D)|: absolute, or a fraction of L0 such as ``"0.5x"``.
+    """
+
+    individuals: int = 300
+    reference: int = 300
+    snvs: int = 200
+    members: int = 150
+    budget: str = "0.5x"
+    steps: int = 300
     releases: int = 30
     seed: int = 0
 
@@ -51,54 +67,78 @@ class DemoConfig:
             raise InputError(f"`releases` must be >= 2, got {self.releases}.")
         if self.seed < 0:
             raise InputError(f"`--seed` must be >= 0, got {self.seed}.")
+        parse_budget(self.budget)
 
 
-def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: bool = True) -> dict:
-    """Run the demonstration into ``out_dir`` and return the summary."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: bool = True, *,
+             force: bool = False) -> dict:
+    """Run the demonstration into ``out_dir`` (refused if it exists, unless ``force``) and return the summary."""
+    out_dir = check_new_directory("--out", out_dir, force=force)
+    staging = out_dir.with_name(out_dir.name + ".incomplete")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
     started = time.perf_counter()
     log = print if progress else (lambda *a, **k: None)
-    log(f"[1/3] simulating {config.individuals}+{config.reference} CEU genomes, {config.snvs} SNVs (stdpopsim)")
+    log(f"[1/4] simulating {config.individuals}+{config.reference} CEU genomes, {config.snvs} SNVs (stdpopsim)")
     population = simulate_genome(config.individuals, config.reference, config.snvs, seed=config.seed)
-    save_population(population, out_dir / "population.npz")
+    save_population(population, staging / "population.npz")
     prior = UniformSubsetPrior(config.individuals, config.members)
-    attacks = [name for name in ("bayesian", "linear", "whitened", "reconstruction", "lrt", "score")
-               if name in available_attacks()]
-    sections = []
-    summary: dict = {"config": config.__dict__ | {"kappas": list(config.kappas)}, "defenses": {}}
-    curves = {}
-    evaluations = [("none", NoDefense())]
-    for kappa in config.kappas:
-        run_dir = out_dir / f"run-kappa-{kappa:g}"
-        log(f"[2/3] training the defender with kappa = {kappa:g} ({config.steps} steps) -> {run_dir}")
-        game = Game(population, prior, GameConfig(kappa=kappa, steps=config.steps, seed=config.seed, fresh_check_steps=0))
-        game.train(run_dir, force=True, progress=progress)
-        evaluations.append((f"run:{run_dir}", load_run_defense(run_dir)))
+    setting = BudgetSetting.of(population, config.members)
+    budget = setting.resolve(config.budget)
+    log(f"[2/4] training a defender for the utility budget {budget.describe()} ({config.steps} steps), started from "
+        "the best reference mechanism at that budget")
+    ranking = rank_references(population, config.members, budget.given, seed=config.seed, setting=setting,
+                              progress=progress)
+    game_config = GameConfig(objective="utility-budget", budget=budget.value, steps=config.steps, seed=config.seed,
+                             noise_law=ranking.best.law, refit_releases=ranking.best_score.releases,
+                             fresh_check_steps=0)
+    start_record = {"reference": ranking.best_score.label, "ranking": ranking.to_dict()}
+    run_dir = staging / "run-budget"
+    Game(population, prior, game_config, start=ranking.best, start_record=start_record).train(
+        run_dir, force=True, progress=progress)
+    context = DefenseContext(population, config.members)
+    laplace_spec = f"budget-laplace:budget={budget.value:.6g}"
+    evaluations = [("none", parse_defense_spec("none", context)),
+                   (laplace_spec, parse_defense_spec(laplace_spec, context)),
+                   ("run:run-budget", load_run_defense(run_dir, context))]
+    attacks = [name for name in DEMO_ATTACKS if name in available_attacks()]
+    summary: dict = {"config": asdict(config), "budget": budget.to_dict(), "defenses": {}}
+    sections, curves, payload = [], {}, {}
     for spec, defense in evaluations:
-        log(f"[3/3] evaluating {', '.join(attacks)} against `{spec}`")
+        log(f"[3/4] attacking `{spec}` with {', '.join(attacks)}")
         result = evaluate_defense(population, prior, defense, attacks, releases=config.releases,
-                                  seed=config.seed + 1, n_members=config.members)
+                                  seed=config.seed + 1, n_members=config.members, progress=progress)
         payload = result.to_dict()
         summary["defenses"][spec] = payload
         sections.append(evaluation_markdown(payload, title=f"Defense `{spec}`"))
         strongest = payload["strongest_attack"]["name"]
-        curves[f"{spec.split('/')[-1]} / {strongest}"] = (result.scores[strongest], result.labels)
-    plot_roc(curves, out_dir / "roc.png", title="Strongest attack per defense")
+        curves[f"{spec.split(':')[0]} / {strongest}"] = (result.scores[strongest], result.labels)
+    log("[4/4] reading the defender's release decision")
+    decision = decide_release(population, config.members, evaluations[-1][1], strongest=strongest_of_evaluation(payload),
+                              budget=budget, seed=config.seed, setting=setting, ranking=ranking, progress=progress)
+    summary["decision"] = decision.to_dict()
+    plot_roc(curves, staging / "roc.png", title="Strongest attack per defense")
     summary["seconds"] = time.perf_counter() - started
     header = [
         "# bngp demo",
         "",
         f"Population: {config.individuals} simulated CEU individuals (chr10 window, stdpopsim OutOfAfrica_3G09), "
         f"{config.reference} reference individuals, {population.n_attributes} SNVs; datasets of {config.members} members "
-        f"drawn uniformly. Seed {config.seed}; wall time {summary['seconds']:.0f} s.",
+        f"drawn uniformly. The defender `run-budget/` was trained for the utility budget {budget.describe()}. "
+        f"Seed {config.seed}; wall time {summary['seconds']:.0f} s.",
         "",
-        "Lower AUC = more privacy. Each defense is as private as its strongest attack shows.",
+        "Lower AUC = more privacy. Each release is as private as its strongest attack shows.",
         "",
+        *decision.markdown_lines(),
         "![ROC of the strongest attack per defense](roc.png)",
         "",
     ]
-    write_text(out_dir / "report.md", "\n".join(header) + "\n".join(sections))
-    write_json(out_dir / "summary.json", summary)
+    write_text(staging / "report.md", "\n".join(header) + "\n" + "\n".join(sections))
+    write_json(staging / "summary.json", summary)
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    staging.rename(out_dir)
     log(f"wrote {out_dir / 'report.md'} ({summary['seconds']:.0f} s)")
+    log("\n".join(decision.summary_lines()))
     return summary

@@ -44,10 +44,12 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 import sys
 import time
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -63,17 +65,24 @@ from bngp.attacks.stacking import StackedAttack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.device import DeviceName, resolve_device
-from bngp.errors import InputError
+from bngp.errors import DataFormatError, InputError
 from bngp.metrics import bgp_risk, binary_entropy, membership_metrics
-from bngp.rng import spawn_seeds, torch_generator
+from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 from bngp.defenses.base import Defense
 from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.workers import Helper, HelperResult, check_workers, open_helper
 
-__all__ = ["EvaluationResult", "evaluate_defense", "utility_record", "ANALYTIC_ATTACKS"]
+__all__ = ["EvaluationResult", "evaluate_defense", "utility_record", "check_evaluation_format", "ANALYTIC_ATTACKS",
+           "EVALUATION_FORMAT", "EVALUATION_FORMAT_VERSION"]
 
 #: attacks computed in closed form from the release (their best is compared with the Bayesian attacker).
 ANALYTIC_ATTACKS = ("lrt", "adaptive-lrt", "optimal-lrt", "score", "homer", "reconstruction")
+
+#: the ``format`` of an EVAL.json record, named as bngp's other files are ("bngp-run-1",
+#: "bngp-sweep-1"): ``bngp-evaluation-N``, N raised whenever a reader of N - 1 could not read it.
+EVALUATION_FORMAT_VERSION = 1
+EVALUATION_FORMAT = f"bngp-evaluation-{EVALUATION_FORMAT_VERSION}"
+_FORMAT_PATTERN = re.compile(r"bngp-evaluation-([0-9]+)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,10 +136,12 @@ class EvaluationResult:
         return max(self.attacks, key=lambda name: self.attacks[name]["auc"])
 
     def to_dict(self) -> dict:
-        """The EVAL.json payload (a fresh copy: editing it leaves the record unchanged)."""
+        """The EVAL.json payload, its ``format`` (:data:`EVALUATION_FORMAT`) first (a fresh copy:
+        editing it leaves the record unchanged)."""
         strongest = self.strongest_attack
         analytic = [name for name in self.attacks if name in ANALYTIC_ATTACKS]
         payload = {
+            "format": EVALUATION_FORMAT,
             "defense": self.defense,
             "utility_loss": self.utility_loss,
             "utility": self.utility,
@@ -149,6 +160,22 @@ class EvaluationResult:
                 "gap": self.attacks[best]["auc"] - self.attacks["bayesian"]["auc"],
             }
         return copy.deepcopy(payload)
+
+
+def check_evaluation_format(payload: object, source: str | Path) -> dict:
+    """Return ``payload``, an EVAL.json record read from ``source``, if this bngp can read it: its
+    ``format`` is :data:`EVALUATION_FORMAT` or absent (a record written before formats were named);
+    a newer ``bngp-evaluation-N``, another format or a non-object raises :class:`DataFormatError`."""
+    if not isinstance(payload, dict):
+        raise DataFormatError(f"{source} is not a bngp evaluation record (a JSON object).")
+    written = payload.get("format")
+    if written is None or written == EVALUATION_FORMAT:
+        return payload
+    match = _FORMAT_PATTERN.fullmatch(str(written))
+    if match is not None and int(match.group(1)) > EVALUATION_FORMAT_VERSION:
+        raise DataFormatError(f"{source} is an evaluation of format {written}, newer than this bngp reads "
+                              f"({EVALUATION_FORMAT}); upgrade bngp to read it.")
+    raise DataFormatError(f"{source} is not a bngp evaluation record (format {written!r}).")
 
 
 def utility_record(x: np.ndarray, x_hat: np.ndarray, data_independent: np.ndarray) -> dict:
@@ -181,7 +208,7 @@ def evaluate_defense(
     attacks: str | list[str] | dict[str, Attack],
     *,
     releases: int = 50,
-    seed: int = 0,
+    seed: SeedLike = 0,
     n_members: int | None = None,
     kappa: np.ndarray | None = None,
     progress: bool = False,
@@ -198,8 +225,8 @@ def evaluate_defense(
         attacks: a comma-separated string of names (``all`` = every attack whose knowledge
             requirements this evaluation meets), a list of names, or ``{name: Attack}``.
         releases: R, number of independent evaluation releases (AUC std is over these).
-        seed: evaluation seed; attack set-up uses seeds derived from it, independent of the
-            evaluation draws.
+        seed: evaluation seed (int, None or Generator: :func:`bngp.rng.resolve_seed`, the int
+            recorded); attack set-up uses seeds derived from it, independent of the evaluation draws.
         n_members: dataset size n known to the attacks (None when the prior has no fixed n).
         kappa: per-attribute weights for the reported weighted utility loss (optional).
         progress: one line per attack on stderr as it is fitted and scored.
@@ -217,6 +244,7 @@ def evaluate_defense(
             own time, so with 2 they add up to more than the wall time.
     """
     check_workers(workers)
+    seed = resolve_seed(seed)
     device = resolve_device(device)
     if releases < 2:
         raise InputError(f"`releases` must be >= 2, got {releases}.")

@@ -14,9 +14,48 @@ import numpy as np
 
 from bngp.errors import InputError
 from bngp.io_utils import atomic_write
-from bngp.metrics import levelled_off, roc_curve
+from bngp.metrics import RocCurve, levelled_off, roc_curve
 
-__all__ = ["plot_roc", "plot_learning_curves", "convergence_lines", "training_curve_text", "evaluation_markdown", "plot_tradeoff", "audit_markdown", "save_png"]
+__all__ = ["plot_roc", "plot_learning_curves", "decision_markdown", "convergence_lines", "training_curve_text", "evaluation_markdown", "plot_tradeoff", "audit_markdown", "mechanism_audit_markdown", "save_png"]
+
+
+#: attacks drawn in every ROC plot that holds them, however weak: the classic tests of genomic
+#: summary statistics (Homer et al. 2008; the fixed-threshold LRT of Sankararaman et al. 2009).
+BASELINE_ATTACKS: tuple[str, ...] = ("lrt", "homer")
+#: the false-positive rates at which the evaluation tables report the TPR (marked on the log panel).
+TABLE_FPRS: tuple[float, ...] = (0.01, 0.001)
+
+
+def _percent(value: float, _position: object = None) -> str:
+    """A rate as a percentage without trailing zeros (0.001 -> "0.1%", 1 -> "100%")."""
+    return f"{100 * value:g}%"
+
+
+def _roc_dashes(name: str, rocs: dict[str, RocCurve]) -> str | tuple[float, tuple[float, float]]:
+    """The line style of ``name``'s ROC among ``rocs``: solid, or, when k curves coincide (every
+    attack at AUC 1 draws the same curve), dashes of one colour in k that take turns along the line,
+    so that each of them shows."""
+    same = [other for other, roc in rocs.items()
+            if np.array_equal(roc.fpr, rocs[name].fpr) and np.array_equal(roc.tpr, rocs[name].tpr)]
+    if len(same) == 1:
+        return "-"
+    dash = 5.0
+    return (dash * same.index(name), (dash, dash * (len(same) - 1)))
+
+
+def _on_log_axis(roc: RocCurve, low: float) -> tuple[np.ndarray, np.ndarray]:
+    """The points of ``roc`` to draw on a log FPR axis starting at ``low``: its vertices (an FPR
+    below ``low`` drawn at ``low``) and, between them, points of its straight segments at 400 FPRs
+    spread evenly on the log axis, so that a segment keeps its shape there (a straight chord of the
+    log axis would be another curve)."""
+    grid = np.geomspace(low, 1.0, 400)
+    last = np.clip(np.searchsorted(roc.fpr, grid, side="right") - 1, 0, roc.fpr.size - 2)
+    x0, x1, y0, y1 = roc.fpr[last], roc.fpr[last + 1], roc.tpr[last], roc.tpr[last + 1]
+    between = y0 + (grid - x0) * (y1 - y0) / np.where(x1 > x0, x1 - x0, 1.0)
+    x = np.concatenate((np.maximum(roc.fpr, low), grid))
+    y = np.concatenate((roc.tpr, np.clip(between, 0.0, 1.0)))
+    order = np.argsort(np.concatenate((roc.fpr, grid)), kind="stable")
+    return x[order], y[order]
 
 
 def plot_roc(
@@ -24,30 +63,87 @@ def plot_roc(
     path: str | Path,
     title: str = "Membership inference ROC",
     baseline_loss: float | None = None,
+    *,
+    strongest: int = 5,
+    baselines: tuple[str, ...] = BASELINE_ATTACKS,
 ) -> Path:
-    """Plot one ROC curve per attack (``curves[name] = (scores, labels)``, pooled over releases) to a
-    PNG file; the legend gives the headline AUC, the mean of per-release AUCs as in the tables.
-    With ``baseline_loss`` the chance line is labelled as the data-independent release."""
+    """Plot ROC curves (``curves[name] = (scores, labels)``, pooled over releases) to a PNG file.
+
+    Two panels share one legend below them: the ROC on linear axes, and the same curves with the
+    false-positive rate on a log axis from the smallest decade the non-members resolve (1e-4 to
+    1e-2) to 1, with the rates of the tables' TPR columns (:data:`TABLE_FPRS`) marked.  Only the
+    ``strongest`` curves by headline AUC (the mean of per-release AUCs, as in the tables) are
+    drawn, plus any of ``baselines`` present (dashed); the legend's title says how many were left
+    out.  Each attack keeps its colour (:func:`bngp.colours.colour_map` of
+    :func:`bngp.colours.attack_colour`); a stronger curve lies over a weaker one, curves that
+    coincide (every attack at AUC 1) take turns in dashes, and the axes reach past [0, 1] so that
+    a curve along the edge stays inside them.  With ``baseline_loss`` the chance line is labelled
+    as the data-independent release."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    from bngp.colours import attack_colour, colour_map, role_colour
     from bngp.metrics import release_aucs
 
-    figure, axis = plt.subplots(figsize=(5.2, 5.0), dpi=120)
-    colours = plt.get_cmap("tab20").colors
-    for index, (name, (scores, labels)) in enumerate(curves.items()):
-        curve = roc_curve(scores, labels)
-        axis.plot(curve.fpr, curve.tpr, color=colours[(2 * index) % 20 + (index // 10) % 2], label=f"{name} (AUC {release_aucs(scores, labels).mean():.3f})", linewidth=1.6)
+    headline = {name: float(release_aucs(scores, labels).mean()) for name, (scores, labels) in curves.items()}
+    ranked = sorted(curves, key=lambda name: -headline[name])
+    top = ranked[:strongest]
+    extra = [name for name in ranked[strongest:] if name in baselines]
+    drawn = top + extra
+    rocs = {name: roc_curve(*curves[name]) for name in drawn}
+    colours = colour_map(drawn, attack_colour)
+    negatives = max((roc.n_nonmembers for roc in rocs.values()), default=1000)
+    low = 10.0 ** min(-2, max(-4, int(np.floor(np.log10(1 / max(negatives, 1))))))
+
+    figure, (linear, logarithmic) = plt.subplots(1, 2, figsize=(10.0, 5.6), dpi=120, layout="constrained")
+    handles = []
+    dashes = {name: _roc_dashes(name, {other: rocs[other] for other in top}) for name in top}
+    for rank, name in enumerate(drawn):
+        roc = rocs[name]
+        style = {"color": colours[name], "linewidth": 2.0, "zorder": 3 + len(drawn) - rank,
+                 "linestyle": dashes.get(name, "-")}
+        if name not in top:
+            style.update(linewidth=1.3, zorder=2, linestyle="--")
+        linear.plot(roc.fpr, roc.tpr, **style)
+        logarithmic.plot(*_on_log_axis(roc, low), **style)
+        label = f"{name}{' (baseline)' if name in baselines else ''}: AUC {headline[name]:.3f}"
+        handles.append(Line2D([], [], label=label, **{**style, "linestyle": "--" if name not in top else "-"}))
     chance = "chance" if baseline_loss is None else f"data-independent release (loss {baseline_loss:.4f}): chance"
-    axis.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8, label=chance)
-    axis.set_xlabel("False positive rate")
-    axis.set_ylabel("True positive rate")
-    axis.set_xlim(0, 1)
-    axis.set_ylim(0, 1.01)
-    axis.set_title(title)
-    axis.legend(loc="lower right", fontsize=8)
+    grid = np.geomspace(low, 1, 200)
+    chance_style = {"linestyle": ":", "color": role_colour("chance"), "linewidth": 1.0, "zorder": 1}
+    linear.plot([0, 1], [0, 1], **chance_style)
+    logarithmic.plot(grid, grid, **chance_style)
+    handles.append(Line2D([], [], label=chance, **chance_style))
+    marked = [rate for rate in TABLE_FPRS if rate >= low]
+    for rate in marked:
+        logarithmic.axvline(rate, color="#bbbbbb", linewidth=0.8, zorder=0)
+    linear.set_xlim(-0.02, 1.02)
+    linear.set_title("ROC", fontsize=10)
+    logarithmic.set_xscale("log")
+    logarithmic.set_xlim(low / 1.5, 1.1)
+    logarithmic.xaxis.set_major_locator(LogLocator(base=10))
+    logarithmic.xaxis.set_major_formatter(FuncFormatter(_percent))
+    logarithmic.xaxis.set_minor_formatter(NullFormatter())
+    grey = f"; grey: the tables' {' and '.join(_percent(rate) for rate in marked)}" if marked else ""
+    logarithmic.set_title(f"low false-positive rates (log axis{grey})", fontsize=10)
+    for axis in (linear, logarithmic):
+        axis.set_ylim(-0.02, 1.03)
+        axis.set_xlabel("false positive rate")
+        axis.set_ylabel("true positive rate")
+        axis.grid(alpha=0.25, which="major")
+    left_out = len(curves) - len(drawn)
+    note = f"the {len(top)} strongest of {len(curves)} attacks by AUC"
+    if left_out:
+        note += f" ({left_out} weaker not drawn: see the table)"
+    if any(style != "-" for style in dashes.values()):
+        note += "; coinciding curves alternate their colours along the line"
+    figure.suptitle(title, fontsize=11)
+    figure.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8, title=note, title_fontsize=8,
+                  frameon=False)
     return save_png(figure, path)
 
 
@@ -61,6 +157,33 @@ def _levelled_off(curve: dict) -> bool:
     return levelled_off(curve["releases"], curve["auc"], curve["tolerance"])
 
 
+#: the most labelled ticks on the shadow-release axis of :func:`plot_learning_curves`.
+MAX_RELEASE_LABELS = 9
+
+
+def _count(n: float) -> str:
+    """A count in at most four characters and three digits: 250, 8k, 26.8k, 1.2M."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:g}"
+
+
+def _thinned(sizes: list[int], most: int) -> list[int]:
+    """At most ``most`` (>= 2) of the sorted ``sizes`` to label on a log axis, evenly spread: from
+    the smallest up, a size is kept when it lies at least 1/(``most`` - 1) of the sizes' log span
+    above the last kept one, and the largest takes the place of the last kept one."""
+    if len(sizes) <= 1:
+        return list(sizes)
+    gap = np.log10(sizes[-1] / sizes[0]) / (most - 1)
+    kept = [sizes[0]]
+    for size in sizes[1:]:
+        if np.log10(size / kept[-1]) >= gap:
+            kept.append(size)
+    kept[-1] = sizes[-1]
+    return kept
+
+
 def plot_learning_curves(
     curves: dict[str, dict], path: str | Path, title: str = "Attackers fitted to convergence",
     training: dict[str, dict] | None = None,
@@ -69,47 +192,72 @@ def plot_learning_curves(
     (``curves[name]`` = a :class:`bngp.ridge.LearningCurve` as a dict); a converged curve ends
     with a filled marker.  With ``training`` (``{name: training curve}``, as recorded by
     :meth:`bngp.attacks.training.OptimisationTrace.curve`) a second panel shows the validation AUC
-    of each trained network against its Adam steps, the kept state marked by a filled marker."""
+    of each trained network against its Adam steps, the kept state marked by a filled marker.
+
+    Each attack keeps its colour (:func:`bngp.colours.colour_map` of
+    :func:`bngp.colours.attack_colour`) in both panels; every size fitted has a tick, at most
+    :data:`MAX_RELEASE_LABELS` of them labelled (compactly: 26.8k), and each panel's legend sits
+    below it, off the curves."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter
+
+    from bngp.colours import attack_colour, colour_map
 
     panels = int(bool(curves)) + int(bool(training))
     if not panels:
         raise InputError("no learning or training curve to plot.")
-    figure, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 3.8), dpi=120, squeeze=False)
+    figure, axes = plt.subplots(1, panels, figsize=(5.4 * panels, 4.6), dpi=120, squeeze=False, layout="constrained")
     axes = list(axes[0])
+    colours = colour_map([*curves, *(training or {})], attack_colour)
     if curves:
         axis = axes.pop(0)
         for name, curve in curves.items():
-            line = axis.plot(curve["releases"], curve["auc"], marker="o", markerfacecolor="none", label=name)[0]
+            colour = colours[name]
+            axis.plot(curve["releases"], curve["auc"], marker="o", markerfacecolor="white", color=colour, label=name)
             if _levelled_off(curve):
-                axis.plot(curve["releases"][-1:], curve["auc"][-1:], marker="o", color=line.get_color())
+                axis.plot(curve["releases"][-1:], curve["auc"][-1:], marker="o", color=colour)
         axis.set_xscale("log")
-        sizes = sorted({n for curve in curves.values() for n in curve["releases"]})
-        axis.set_xticks(sizes, [f"{n:,}" for n in sizes], fontsize=7)
-        axis.minorticks_off()
-        axis.set_xlabel("shadow releases")
+        sizes = sorted({int(n) for curve in curves.values() for n in curve["releases"]})
+        labelled = _thinned(sizes, MAX_RELEASE_LABELS)
+        axis.xaxis.set_major_locator(FixedLocator(labelled))
+        axis.xaxis.set_major_formatter(lambda value, _position: _count(value))
+        axis.xaxis.set_minor_locator(FixedLocator(sorted(set(sizes) - set(labelled))))
+        axis.xaxis.set_minor_formatter(NullFormatter())
+        axis.tick_params(axis="x", labelsize=8)
+        axis.set_xlabel("shadow releases (log axis; every size fitted has a tick)")
         axis.set_ylabel("validation AUC")
         axis.set_title(title, fontsize=10)
-        axis.legend(fontsize=8, title="filled: converged", title_fontsize=7)
+        axis.grid(alpha=0.25)
+        axis.legend(fontsize=8, title="filled marker: converged", title_fontsize=7, loc="upper center",
+                    bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
     if training:
         axis = axes.pop(0)
         for name, curve in training.items():
-            line = axis.plot(curve["steps"], curve["auc"], marker=".", label=name)[0]
+            colour = colours[name]
+            axis.plot(curve["steps"], curve["auc"], marker=".", color=colour, label=name)
             kept = curve["steps"].index(curve["best_step"])
-            axis.plot([curve["best_step"]], [curve["auc"][kept]], marker="o", color=line.get_color())
+            axis.plot([curve["best_step"]], [curve["auc"][kept]], marker="o", markersize=8, color=colour)
+        axis.xaxis.set_major_locator(MaxNLocator(6, integer=True))
+        axis.tick_params(axis="x", labelsize=8)
         axis.set_xlabel("Adam steps")
         axis.set_ylabel("validation AUC")
         axis.set_title(title if not curves else "Trained attackers by step", fontsize=10)
-        axis.legend(fontsize=8, title="filled: state kept", title_fontsize=7)
+        axis.grid(alpha=0.25)
+        axis.legend(fontsize=8, title="large marker: state kept", title_fontsize=7, loc="upper center",
+                    bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
     return save_png(figure, path)
 
 
 def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
-    """A Markdown table of an EVAL.json payload (one row per attack)."""
-    lines = [f"## {title}", "", f"Defense: `{payload['defense'].get('name')}`; utility loss (mean |x - f(D)|): "
+    """The Markdown report of an EVAL.json payload: its decision block first (when the payload has one,
+    :meth:`bngp.decision.ReleaseDecision.markdown_lines` as stored by ``to_dict``), then one row per attack."""
+    lines = [f"## {title}", ""]
+    if payload.get("decision"):
+        lines += decision_markdown(payload["decision"])
+    lines += [f"Defense: `{payload['defense'].get('name')}`; utility loss (mean |x - f(D)|): "
              f"{payload['utility_loss']:.5f}; releases: {payload['releases']}; seed: {payload['seed']}.", "",
              "| attack | AUC | std | TPR@10% | TPR@1% | TPR@0.1% | advantage |", "|---|---|---|---|---|---|---|"]
     for name, entry in payload["attacks"].items():
@@ -129,9 +277,9 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
             f"| this defense | {utility['utility_loss']:.5f} | {utility['relative_error']:.3f} | "
             f"{utility['signal_retention']:.3f} | {strongest['auc']:.4f} |",
             f"| data-independent release f(theta) (baseline) | {utility['data_independent_utility_loss']:.5f} | 1 | 0 | 0.5 |",
-            "",
-            f"The defense is {utility['verdict']}.",
         ]
+        if not payload.get("decision"):
+            lines += ["", f"The defense is {utility['verdict']}."]
     budget = payload.get("budget")
     if budget:
         lines += ["", f"Utility budget: {budget['budget']:.5g} ({budget['fraction_of_data_independent']:.3g} of the "
@@ -147,6 +295,31 @@ def evaluation_markdown(payload: dict, title: str = "Evaluation") -> str:
     lines += ["", "Attack knowledge:"]
     lines += [f"- `{name}`: {entry['knowledge']}" for name, entry in payload["attacks"].items()]
     return "\n".join(lines) + "\n"
+
+
+def decision_markdown(decision: dict) -> list[str]:
+    """The decision block of a report from a stored decision (``ReleaseDecision.to_dict()``)."""
+    strongest = decision["strongest"]
+    budget = "" if decision["budget"] is None else (
+        f"; utility budget {decision['budget']:.5g}: {'met' if decision['budget_met'] else 'NOT met'}")
+    lines = ["### Decision", "", f"**This release is {decision['sentence']}.**", "",
+             f"- Utility loss mean abs(x - f(D)): {decision['utility_loss']:.5g}; the data-independent release f(theta) "
+             f"has {decision['data_independent_loss']:.5g}{budget}.",
+             f"- Strongest attack: `{strongest['name']}`, AUC {strongest['auc']:.4f}, TPR "
+             f"{strongest['tpr_at_1pct_fpr']:.3f} at 1% FPR and {strongest['tpr_at_0.1pct_fpr']:.3f} at 0.1% FPR.", "",
+             "Every mechanism at the same utility loss, read by the same converged linear attack (ridge and whitened "
+             "maps from release to membership; lower is more private):", "",
+             "| mechanism | utility loss | AUC | TPR at 1% FPR | TPR at 0.1% FPR | eps |", "|---|---|---|---|---|---|"]
+    for row in decision["rows"]:
+        epsilon = "-" if row["epsilon"] is None else f"{row['epsilon']:.3g}"
+        lines.append(f"| {row['label']} | {row['loss']:.5g} | {row['auc']:.4f} | {row['tpr_at_1pct_fpr']:.3f} | "
+                     f"{row['tpr_at_0.1pct_fpr']:.3f} | {epsilon} |")
+    if len(decision["rows"]) <= 2:
+        lines += ["", "No mechanism is calibrated to this loss: it is the exact release's (below 0.1% of the "
+                      "data-independent release's) or at least the data-independent release's."]
+    lines += ["", f"Differences below {decision['tolerance']} AUC are not read as differences; seed {decision['seed']}.",
+              ""]
+    return lines
 
 
 def convergence_lines(attacks: dict[str, dict]) -> list[str]:
@@ -187,6 +360,12 @@ def training_curve_text(curve: dict) -> str:
             f"{state})")
 
 
+#: the line style and marker of each role of an audit plot (:func:`bngp.colours.role`, the leading
+#: word of a label), so that a role looks the same in every file.
+_ROLE_LINES = {"claim": "-", "certified": "--", "gdp": "-.", "fdp-one-run": ":"}
+_ROLE_MARKERS = {"guesses": "o", "error-rate": "s"}
+
+
 def plot_tradeoff(
     path: str | Path,
     *,
@@ -203,43 +382,57 @@ def plot_tradeoff(
     corners (alpha_upper, beta_upper) and the optimistic ones (alpha_lower, beta_lower).
     ``curves`` are (label, x, y) trade-off functions (a claim, the certified eps), ``points``
     single (label, FPR, FNR) points (the bits audit).
+
+    A curve's or point's colour, line style and marker follow its role, the leading word of its
+    label (``claim``, ``certified``, ``gdp``, ``fdp-one-run``, ``guesses``, ``error-rate``;
+    :func:`bngp.colours.role_colour`), never its position in the list, so a role looks the same
+    in every audit plot.  The legend sits below the axes, and the axes reach past [0, 1] so that
+    a curve along the edge stays inside them.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MultipleLocator
 
-    figure, axis = plt.subplots(figsize=(5.4, 5.0), dpi=120)
+    from bngp.colours import role, role_colour
+
+    figure, axis = plt.subplots(figsize=(5.6, 6.6), dpi=120, layout="constrained")
     if region is not None:
+        empirical = role_colour("empirical")
         upper = np.column_stack((region["alpha_upper"], region["beta_upper"]))
         lower = np.column_stack((region["alpha_lower"], region["beta_lower"]))[::-1]
-        axis.fill(*np.vstack((upper, lower)).T, color="tab:blue", alpha=0.2, linewidth=0,
+        axis.fill(*np.vstack((upper, lower)).T, color=empirical, alpha=0.2, linewidth=0,
                   label=f"simultaneous {100 * region['confidence']:g}% region")
-        axis.plot(region["alpha_upper"], region["beta_upper"], color="tab:blue", linewidth=0.8, linestyle=":",
+        axis.plot(region["alpha_upper"], region["beta_upper"], color=empirical, linewidth=0.8, linestyle=":",
                   label="conservative corner (upper limits)")
-        axis.plot(region["alpha"], region["beta"], color="tab:blue", linewidth=1.6, label="empirical (FPR, FNR)")
-    styles = [("tab:red", "-"), ("tab:green", "--"), ("tab:purple", "-."), ("tab:orange", ":")]
-    for index, (label, x, y) in enumerate(curves):
-        colour, style = styles[index % len(styles)]
-        axis.plot(x, y, color=colour, linestyle=style, linewidth=1.4, label=label)
-    markers = ["o", "s", "^", "D"]
-    for index, (label, x, y) in enumerate(points):
-        axis.plot([x], [y], marker=markers[index % len(markers)], linestyle="none", markersize=6, label=label)
-    axis.plot([0, 1], [1, 0], linestyle="--", color="grey", linewidth=0.8, label="random guessing")
+        axis.plot(region["alpha"], region["beta"], color=empirical, linewidth=1.6, label="empirical (FPR, FNR)")
+    for label, x, y in curves:
+        axis.plot(x, y, color=role_colour(label), linestyle=_ROLE_LINES.get(role(label), "-"), linewidth=1.6,
+                  label=label, zorder=3)
+    for label, x, y in points:
+        axis.plot([x], [y], marker=_ROLE_MARKERS.get(role(label), "D"), color=role_colour(label), linestyle="none",
+                  markersize=7, label=label, zorder=4)
+    axis.plot([0, 1], [1, 0], linestyle="--", color=role_colour("chance"), linewidth=0.8, label="random guessing")
     axis.set_xlabel("false positive rate alpha (non-member called member)")
     axis.set_ylabel("false negative rate beta (member missed)")
-    axis.set_xlim(0, 1)
-    axis.set_ylim(0, 1.01)
+    axis.set_xlim(-0.015, 1.015)
+    axis.set_ylim(-0.015, 1.015)
+    for ticks in (axis.xaxis, axis.yaxis):
+        ticks.set_major_locator(MultipleLocator(0.2))
+    axis.grid(alpha=0.25)
     axis.set_title(title, fontsize=10)
-    axis.legend(loc="upper right", fontsize=7)
+    figure.legend(loc="outside lower center", fontsize=7, frameon=False)
     return save_png(figure, path)
 
 
 def save_png(figure: Any, path: str | Path) -> Path:
-    """Lay out ``figure``, write it to ``path`` as a PNG atomically and close it."""
+    """Write ``figure`` to ``path`` as a PNG atomically and close it; a figure without a layout
+    engine of its own (constrained layout, say) is laid out tightly first."""
     import matplotlib.pyplot as plt
 
-    figure.tight_layout()
+    if figure.get_layout_engine() is None:
+        figure.tight_layout()
     with atomic_write(path) as handle:
         figure.savefig(handle, format="png")
     plt.close(figure)
@@ -252,13 +445,30 @@ def _number(value: object, digits: int = 4) -> str:
     return str(value)
 
 
+def _claim_cell(row: dict) -> str:
+    """The claim column of an audit table: refuted, consistent, or why there is no verdict."""
+    if row.get("claim_refuted") is not None:
+        return "refuted" if row["claim_refuted"] else "consistent"
+    return str(row.get("claim_verdict") or "").split(":", 1)[0]
+
+
+def _reading_lines(payload: dict) -> list[str]:
+    """The bound's design ceiling and, with a claim, the claimed eps and the verdict."""
+    lines = [f"Design ceiling: {payload['reading']} ({payload['ceiling_state']})."]
+    if payload.get("claim_verdict"):
+        lines += ["", f"Claimed eps: **{payload['claim_verdict']}**."]
+    return lines
+
+
 def audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> str:
     """The Markdown report of an AUDIT.json payload of ``bngp audit``.
 
-    ``rows`` are the table's rows (``method``, ``epsilon_lb``, ``epsilon_kind``, ``confidence``,
-    ``delta``, ``detail``), one per method run; ``payload`` gives the header (``input``,
-    ``rows``, ``method``, ``confidence``, ``delta``, ``epsilon_lb``, ``epsilon_kind`` and,
-    when present, ``attack``, ``epsilon_lb_method``, ``claim``, ``tradeoff`` and ``report``).
+    ``rows`` are the table's rows (``method``, ``epsilon_lb``, ``epsilon_ceiling``, ``epsilon_kind``,
+    ``confidence``, ``delta``, ``detail`` and the claim fields ``claim_refuted``, ``claim_verdict``),
+    one per method run; ``payload`` gives the header (``input``, ``rows``, ``runs``, ``method``,
+    ``confidence``, ``delta``, ``epsilon_lb``, ``epsilon_kind``, ``reading``, ``ceiling_state`` and,
+    when present, ``attack``, ``epsilon_lb_method``, ``claimed_epsilon``, ``claim_verdict``,
+    ``claim``, ``tradeoff`` and ``report``).
     """
     source = f"`{payload['input']}`" + (f" (attack `{payload['attack']}`)" if payload.get("attack") else "")
     lines = [
@@ -267,14 +477,20 @@ def audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> st
         f"Input: {source}, {payload['rows']} rows; method: `{payload['method']}`; confidence "
         f"{payload['confidence']:g}; delta {payload['delta']:g}.",
         "",
+        f"Runs: {payload['runs']}.",
+        "",
     ]
     origin = f", from `{payload['epsilon_lb_method']}`" if payload.get("epsilon_lb_method") else ""
     lines += [f"**epsilon_lb = {_number(payload['epsilon_lb'])}** ({payload['epsilon_kind']}{origin}).", ""]
-    lines += ["| method | epsilon_lb | kind | confidence | delta | detail |", "|---|---|---|---|---|---|"]
+    lines += _reading_lines(payload) + [""]
+    claimed = any(row.get("claim_verdict") for row in rows)
+    lines += ["| method | epsilon_lb | design ceiling | kind | confidence | delta |" + (" claimed eps |" if claimed else "")
+              + " detail |", "|---|---|---|---|---|---|" + ("---|" if claimed else "") + "---|"]
     for row in rows:
+        claim_cell = f" {_claim_cell(row)} |" if claimed else ""
         lines.append(
-            f"| {row['method']} | {_number(row['epsilon_lb'])} | {row['epsilon_kind']} | {row['confidence']:g} | "
-            f"{row['delta']:g} | {row['detail']} |"
+            f"| {row['method']} | {_number(row['epsilon_lb'])} | {_number(row['epsilon_ceiling'])} | "
+            f"{row['epsilon_kind']} | {row['confidence']:g} | {row['delta']:g} |{claim_cell} {row['detail']} |"
         )
     claim = payload.get("claim")
     if claim:
@@ -286,8 +502,8 @@ def audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> st
             f"FNR >= {_number(claim['claimed_beta'])}"
         )
         verdict = "**refuted**" if claim["refuted"] else "**not refuted**"
-        lines += ["", f"Claim `{claim['claim']}`: {verdict} at confidence {claim['confidence']:g} ({where}; "
-                  f"assumes {claim['assumption']})."]
+        lines += ["", f"Claim `{claim['claim']}` (its trade-off curve): {verdict} at confidence "
+                  f"{claim['confidence']:g} ({where}; assumes {claim['assumption']})."]
     tradeoff = payload.get("tradeoff")
     if tradeoff:
         lines += [
@@ -300,6 +516,46 @@ def audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> st
     if report.get("png"):
         name = Path(report["png"]).name
         lines += ["", f"![trade-off plot: FPR on x, FNR on y]({name})"]
+    if notes:
+        lines.append("")
+    for note in notes:
+        lines.append(f"- Note: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def mechanism_audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> str:
+    """The Markdown report of an AUDIT.json payload of ``bngp audit-mechanism``.
+
+    ``rows`` are the table's rows (``bound``, ``epsilon_lb``, ``epsilon_ceiling``, ``kind``,
+    ``detail``): the number reported as ``epsilon_lb`` and the bounds it comes from or stands
+    beside.  ``payload`` gives the header (``mode``, ``defense.spec``, ``population``, ``attack.name``,
+    ``confidence``, ``delta``, ``design``, ``seed``, ``epsilon_lb``, ``is_lower_bound``,
+    ``interpretation``, ``reading``, ``ceiling_state``, ``claimed_epsilon``, ``claim_verdict``,
+    ``claimed_guarantee`` and, when present, ``report``).
+    """
+    design = payload["design"]
+    lines = [
+        f"## Mechanism audit: `{payload['defense']['spec']}` ({payload['mode']})",
+        "",
+        f"Population: `{payload['population']}` ({design['individuals']} individuals, {design['attributes']} "
+        f"attributes); attack `{payload['attack']['name']}`; confidence {payload['confidence']:g}; delta "
+        f"{payload['delta']:g}; neighbouring {design['neighbouring']}; seed {payload['seed']}.",
+        "",
+    ]
+    kind = "lower bound" if payload["is_lower_bound"] else "measurement, not a lower bound"
+    lines += [f"**epsilon_lb = {_number(payload['epsilon_lb'])}** ({kind}): {payload['interpretation']}.", ""]
+    lines += _reading_lines(payload)
+    guarantee = payload.get("claimed_guarantee")
+    if guarantee is None:
+        lines += ["", "Claimed eps: none (the defense states no DP guarantee)."]
+    lines += ["", "| bound | epsilon_lb | design ceiling | kind | detail |", "|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['bound']} | {_number(row['epsilon_lb'])} | {_number(row['epsilon_ceiling'])} | "
+                     f"{row['kind']} | {row['detail']} |")
+    report = payload.get("report", {})
+    if report.get("png"):
+        name = Path(report["png"]).name
+        lines += ["", f"![trade-off plot of the audit's scores: FPR on x, FNR on y]({name})"]
     if notes:
         lines.append("")
     for note in notes:

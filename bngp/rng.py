@@ -1,7 +1,9 @@
 """One way to handle randomness: resolve a seed once, derive independent streams from it.
 
 Every public entry point accepts ``seed: int | None | np.random.Generator``.  ``None`` draws a
-fresh seed from the OS, which is then recorded in the outputs so the run can be replayed.
+fresh seed from the OS, which is then recorded in the outputs so the run can be replayed.  A
+Generator is either the stream itself (:func:`resolve_rng`, :func:`make_rng`) or, where the
+entry point records an int seed, the source of that seed (:func:`resolve_seed`).
 """
 
 from __future__ import annotations
@@ -22,12 +24,17 @@ __all__ = ["SeedLike", "resolve_seed", "resolve_rng", "make_rng", "spawn_seeds",
 SeedLike = int | None | np.random.Generator
 
 
-def resolve_seed(seed: int | None) -> int:
-    """Return a concrete non-negative int seed (drawn from the OS when ``seed`` is None)."""
+def resolve_seed(seed: SeedLike) -> int:
+    """Return a concrete non-negative int seed, the one to record and to derive streams from: an
+    int as given; ``None``: drawn from the OS (in [0, 2^32)); a Generator: drawn from it
+    (``int(generator.integers(2**63))``, which advances it), so the same Generator state gives the
+    same seed.  Anything else raises :class:`InputError` naming ``seed``."""
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2**63))
     if seed is None:
         return int(np.random.SeedSequence().entropy % (2**32))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"`seed` must be a non-negative integer, got {seed!r}.")
+        raise InputError(f"`seed` must be a non-negative integer, None or a numpy Generator, got {seed!r}.")
     return int(seed)
 
 
@@ -43,9 +50,7 @@ def resolve_rng(seed: SeedLike) -> tuple[np.random.Generator, int | None]:
 
 def make_rng(seed: SeedLike) -> np.random.Generator:
     """Return a numpy Generator for an int/None seed; pass a Generator through unchanged."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    return np.random.default_rng(resolve_seed(seed))
+    return resolve_rng(seed)[0]
 
 
 def spawn_seeds(seed: int, n: int) -> list[int]:

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from bngp.errors import DataFormatError, InputError, MissingFileError, TrainingError
-from bngp.io_utils import write_json
+from bngp.io_utils import write_json, write_text
 
-__all__ = ["MANIFEST_FILE", "staging_dir", "check_run_target", "open_run", "commit_run", "verify_run", "drop_from_run"]
+__all__ = ["MANIFEST_FILE", "staging_dir", "check_run_target", "open_run", "commit_run", "verify_run", "drop_from_run",
+           "add_to_run"]
 
 MANIFEST_FILE = "manifest.json"
 _INCOMPLETE = ".incomplete"
@@ -55,7 +56,8 @@ def _files(directory: Path) -> list[Path]:
 def check_run_target(run_dir: str | Path, *, resume: bool, force: bool, checkpoint: str) -> None:
     """The checks :func:`open_run` makes, without touching anything: a command runs them before its
     expensive work.  RUN_DIR must be a directory or absent, its parent writable; a fresh run needs it
-    absent or empty (unless ``force``); ``resume`` needs a checkpoint in RUN_DIR.incomplete or RUN_DIR."""
+    absent or empty and no interrupted run with a checkpoint in RUN_DIR.incomplete (unless ``force``: that
+    progress is then discarded); ``resume`` needs a checkpoint in RUN_DIR.incomplete or RUN_DIR."""
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise InputError(f"`--out` {run_dir} exists and is not a directory.")
@@ -68,13 +70,16 @@ def check_run_target(run_dir: str | Path, *, resume: bool, force: bool, checkpoi
         return
     if run_dir.exists() and any(run_dir.iterdir()) and not force:
         raise InputError(f"`--out` {run_dir} already exists: use --force to replace it, or --resume to continue it.")
+    if (staging_dir(run_dir) / checkpoint).is_file() and not force:
+        raise InputError(f"`--out` {staging_dir(run_dir)} holds an interrupted run: use --resume to continue it, "
+                         "or --force to start over.")
 
 
 def open_run(run_dir: str | Path, *, resume: bool, force: bool, checkpoint: str) -> Path:
     """Check RUN_DIR before any work and return the directory to write the run in.
 
-    Fresh runs: RUN_DIR must not exist or be empty (unless ``force``); a stale ``RUN_DIR.incomplete`` (an
-    interrupted run) is discarded.  ``resume``: continue ``RUN_DIR.incomplete`` from its
+    Fresh runs: RUN_DIR must not exist or be empty, and an interrupted ``RUN_DIR.incomplete`` with a
+    checkpoint is kept for ``resume`` (both unless ``force``); one without a checkpoint is discarded.  ``resume``: continue ``RUN_DIR.incomplete`` from its
     ``checkpoint``, or a complete RUN_DIR (copied to the staging directory, replaced when the
     continued run completes).
     """
@@ -159,4 +164,20 @@ def drop_from_run(run_dir: str | Path, names: tuple[str, ...]) -> dict[str, Any]
     write_json(run_dir / MANIFEST_FILE, manifest)
     for name in gone:
         (run_dir / name).unlink()
+    return manifest
+
+
+def add_to_run(run_dir: str | Path, texts: dict[str, str]) -> dict[str, Any]:
+    """Add text files (``{name relative to RUN_DIR: content}``) to a complete run and return its new
+    manifest.  The run is verified first; each file is written atomically before the manifest that lists
+    it, so an interruption leaves a run that still verifies."""
+    run_dir = Path(run_dir)
+    manifest = verify_run(run_dir)
+    files = dict(manifest["files"])
+    for name, text in texts.items():
+        path = run_dir / name
+        write_text(path, text)
+        files[name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+    manifest = {**manifest, "files": files}
+    write_json(run_dir / MANIFEST_FILE, manifest)
     return manifest

@@ -26,6 +26,10 @@ __all__ = [
 ]
 
 
+#: elements compared at once by :func:`check_binary_matrix` (its temporaries: two bool blocks of this size).
+_BINARY_BLOCK_ELEMENTS = 1 << 20
+
+
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -102,15 +106,34 @@ def check_finite_array(name: str, array: np.ndarray, *, ndim: int | None = None)
 
 
 def check_binary_matrix(name: str, array: np.ndarray) -> np.ndarray:
-    """Return a non-empty 2-D 0/1 matrix as uint8; reject NaN and any other value."""
-    values = check_finite_array(name, array, ndim=2)
+    """Return a non-empty 2-D 0/1 matrix as uint8; reject NaN, infinities and any other value.
+
+    Never widens the matrix: a uint8 input is returned as is (no copy), a bool one as a uint8
+    view, other integer and float dtypes are compared with 0 and 1 in their own dtype, row block
+    by row block (temporaries of at most :data:`_BINARY_BLOCK_ELEMENTS` elements), and converted
+    to uint8 (1 byte per element) once accepted.
+    """
+    values = np.asarray(array)
+    if values.ndim != 2:
+        raise DataFormatError(f"`{name}` must be a 2-D array, got shape {values.shape}.")
     if values.shape[0] == 0 or values.shape[1] == 0:
-        raise DataFormatError(f"`{name}` must have at least one row and one column, got shape {values.shape}.")
-    bad = (values != 0) & (values != 1)
-    if bad.any():
-        example = values[bad][0]
-        raise DataFormatError(f"`{name}` must be binary (0/1), found value {example:g}.")
-    return values.astype(np.uint8)
+        raise DataFormatError(f"`{name}` must not be empty: it needs at least one row and one column, "
+                              f"got shape {values.shape}.")
+    if values.dtype == bool:
+        return values.view(np.uint8)
+    if not (np.issubdtype(values.dtype, np.integer) or np.issubdtype(values.dtype, np.floating)):
+        raise DataFormatError(f"`{name}` must be a numeric 0/1 matrix, got dtype {values.dtype}.")
+    rows = max(1, _BINARY_BLOCK_ELEMENTS // values.shape[1])
+    for start in range(0, values.shape[0], rows):
+        block = values[start : start + rows]
+        bad = block != 0
+        bad &= block != 1
+        if bad.any():
+            example = block[bad][0]
+            if not np.isfinite(example):
+                raise DataFormatError(f"`{name}` contains NaN or infinite values.")
+            raise DataFormatError(f"`{name}` must be binary (0/1), found value {example:g}.")
+    return values.astype(np.uint8, copy=False)
 
 
 def check_probability_vector(name: str, values: np.ndarray, *, open_interval: bool = True) -> np.ndarray:
@@ -128,8 +151,10 @@ def check_probability_vector(name: str, values: np.ndarray, *, open_interval: bo
 
 
 def check_readable_file(name: str, path: str | Path) -> Path:
-    """Return ``path`` as a Path if it is an existing readable file."""
+    """Return ``path`` as a Path if it is an existing readable file (a directory is named as one)."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"`{name}` is a directory, not a file: {path}")
     if not path.is_file():
         raise MissingFileError(f"`{name}` file not found: {path}")
     try:

@@ -328,3 +328,15 @@ _spec_factory("shrinkage", "shrinkage", ("shrink", "noise"))
 _spec_factory("suppression", "suppression", ())
 _spec_factory("linear-optimal", "linear-optimal", ("noise",))
 _spec_factory("time-sharing", "time-sharing", ())
+
+
+@register_defense("data-independent")
+def _data_independent(params: dict[str, str], context: DefenseContext) -> Defense:
+    """``data-independent``: the data-independent release x = f(theta) (shrinkage 1, no noise; loss L0,
+    arXiv:2410.07414 section 3.3)."""
+    if params:
+        raise InputError(f"defense `data-independent` takes no parameters, got `{next(iter(params))}`.")
+    setting = BudgetSetting.of(context.population, context.n_members)
+    width = setting.target.size
+    return ShrinkNoiseDefense(np.ones(width), np.zeros(width), setting.target, "laplace", context.n_members,
+                              label="data-independent", name="data-independent")

@@ -27,7 +27,7 @@ import torch
 from bngp.data.priors import prior_from_description
 from bngp.errors import InputError
 from bngp.release.sampling import release_mechanism
-from bngp.rng import torch_generator
+from bngp.rng import SeedLike, resolve_seed, torch_generator
 from bngp.validation import check_positive_int
 from .base import Defense
 from .matched import match_utility, release_weights, utility_loss
@@ -79,7 +79,7 @@ def matched_to_run(
     delta: float | None = None,
     sensitivity: str = "paper",
     draws: int = 200,
-    seed: int = 0,
+    seed: SeedLike = 0,
 ) -> tuple[Defense, dict]:
     """Return the matched DP defense and a record of the match (target loss, scale, eps).
 
@@ -98,11 +98,13 @@ def matched_to_run(
         sensitivity: ``paper``, ``replace``, ``add-remove`` or a number: the sensitivity of one
             copy f(D) (composed to that of the release).
         draws: membership draws from the run's prior on which U is measured.
-        seed: seed of the draws and of the defender's noise.
+        seed: seed of the draws and of the defender's noise (an int, None or a Generator,
+            :func:`bngp.rng.resolve_seed`).
     """
     if kind not in _NORMS:
         raise InputError(f"`kind` must be one of {', '.join(_NORMS)}, got {kind!r}.")
     draws = check_positive_int("draws", draws, minimum=2)
+    seed = resolve_seed(seed)
     trained = load_run_defense(run_dir, context)
     composition = trained.composition
     prior = prior_from_description(trained.artifact.prior)

@@ -56,7 +56,7 @@ def tiny_run(small_population_file, tmp_path_factory):
     from bngp.cli import main
 
     run_dir = tmp_path_factory.mktemp("runs") / "run"
-    code = main(["train", "--population", str(small_population_file), "--members", "20", "--kappa", "1.5",
+    code = main(["train", "--no-decision", "--population", str(small_population_file), "--members", "20", "--kappa", "1.5",
                  "--steps", "6", "--fresh-check-steps", "5", "--seed", "3", "--quiet", "--out", str(run_dir)])
     assert code == 0
     return run_dir

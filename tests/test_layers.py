@@ -6,12 +6,13 @@ Each component imports only from its own modules and from components on lower li
     bngp.cli
     bngp.reproduce                                       the paper's experiments (the frontier runs a sweep)
     bngp.demo, bngp.sweep
+    bngp.decision                                        a release against the mechanisms at its utility
     bngp.game, bngp.evaluate, bngp.mechanism_audit      the only places where attacks meet defenses
     bngp.attacks | bngp.defenses                         siblings: never import each other
     bngp.audit, bngp.release, bngp.ridge, bngp.report
     bngp.metrics, bngp.data
-    bngp.validation, bngp.rng, bngp.run_dir, bngp.device
-    bngp.errors, bngp.io_utils, bngp.timing
+    bngp.validation, bngp.rng, bngp.run_dir, bngp.device, bngp.outputs
+    bngp.errors, bngp.io_utils, bngp.timing, bngp.colours
 
 and the module graph has no cycles.  ``bngp.audit`` (scores -> bounds) needs only numpy/scipy.
 """
@@ -28,16 +29,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = {
-    "bngp.errors": 0, "bngp.io_utils": 0, "bngp.timing": 0,
-    "bngp.validation": 1, "bngp.rng": 1, "bngp.run_dir": 1, "bngp.device": 1,
+    "bngp.errors": 0, "bngp.io_utils": 0, "bngp.timing": 0, "bngp.colours": 0,
+    "bngp.validation": 1, "bngp.rng": 1, "bngp.run_dir": 1, "bngp.device": 1, "bngp.outputs": 1,
     "bngp.metrics": 2, "bngp.data": 2,
     "bngp.audit": 3, "bngp.release": 3, "bngp.ridge": 3, "bngp.report": 3,
     "bngp.attacks": 4, "bngp.defenses": 4,
     "bngp.game": 5, "bngp.evaluate": 5, "bngp.mechanism_audit": 5,
-    "bngp.demo": 6, "bngp.sweep": 6,
-    "bngp.reproduce": 7,
-    "bngp.cli": 8,
-    "experiments": 9,
+    "bngp.decision": 6,
+    "bngp.demo": 7, "bngp.sweep": 7,
+    "bngp.reproduce": 8,
+    "bngp.cli": 9,
+    "experiments": 10,
 }
 
 

@@ -18,6 +18,10 @@ pays for that search (:class:`AuditResult`).
 * :mod:`~bngp.audit.bits`: the audit as bit transmission (Xiang, Wang, Wang, *Privacy Audit as Bits Transmission*).
 * :mod:`~bngp.audit.tradeoff`: GDP / Laplace parameter to (eps, delta).
 * :mod:`~bngp.audit.gan_samples`: privacy calculators for generated samples (Lin, Sekar, Fanti, AISTATS 2021).
+* :mod:`~bngp.audit.per_target`: many-run bounds from R releases x K targets (``bngp evaluate``'s
+  scores), one many-run audit per target, Bonferroni over the targets.
+* :mod:`~bngp.audit.ceiling`: the largest eps a design can certify (its bound on a perfect
+  attack), and a bound read against it and against a claimed eps.
 """
 
 from bngp.audit.binomial import (
@@ -48,6 +52,7 @@ from bngp.audit.tradeoff_curve import (
     empirical_tradeoff,
     parse_claim,
 )
+from bngp.audit.ceiling import CEILING_STATES, BoundReading, perfect_scores, read_bound
 from bngp.audit.fdp_one_run import (
     FdpBound,
     FdpOneRunResult,
@@ -80,6 +85,7 @@ from bngp.audit.many_run import (
 from bngp.audit.order_grid import grid_levels, grid_p_values
 from bngp.audit.one_run import OneRunResult, default_one_run_candidates, one_run_audit, one_run_search
 from bngp.audit.panoramia import PanoramiaResult, panoramia_audit
+from bngp.audit.per_target import PER_TARGET_METHODS, PerTargetResult, per_target_audit
 from bngp.audit.results import AuditResult
 from bngp.audit.roc import RocCurve, RocSummary, roc_curve, roc_summary
 from bngp.audit.tradeoff import gdp_delta, gdp_epsilon, laplace_delta, laplace_epsilon
@@ -89,6 +95,8 @@ __all__ = [
     "BOUND_KINDS",
     "BinomialBound",
     "BitsResult",
+    "BoundReading",
+    "CEILING_STATES",
     "CLAIM_FORMATS",
     "Claim",
     "ClaimCheck",
@@ -101,7 +109,9 @@ __all__ = [
     "INTERVALS",
     "ManyRunResult",
     "OneRunResult",
+    "PER_TARGET_METHODS",
     "PanoramiaResult",
+    "PerTargetResult",
     "RocCurve",
     "RocSummary",
     "STRATEGIES",
@@ -140,6 +150,9 @@ __all__ = [
     "panoramia_audit",
     "parse_claim",
     "per_bit_error_floor",
+    "per_target_audit",
+    "perfect_scores",
+    "read_bound",
     "roc_curve",
     "roc_summary",
     "roc_tpr_upper_bound",

@@ -65,6 +65,7 @@ from bngp.audit.bits import per_bit_error_floor
 from bngp.audit.fdp_one_run import Tradeoff, eps_delta_tradeoff, gaussian_tradeoff
 from bngp.audit.inputs import check_confidence, check_scores_and_labels
 from bngp.audit.results import AuditResult
+from bngp.audit.tradeoff import gdp_epsilon
 from bngp.errors import InputError
 
 __all__ = [
@@ -288,6 +289,24 @@ class Claim:
         if self.family == "gaussian":
             return gaussian_tradeoff(self.mu)
         return eps_delta_tradeoff(self.epsilon, self.delta)
+
+    def epsilon_at(self, delta: float) -> float | None:
+        """The eps this claim implies at ``delta``, or None when it implies no finite eps there.
+
+        A mu-GDP claim implies (eps(delta), delta)-DP for every delta > 0 (Dong, Roth, Su,
+        arXiv:1905.02383, Cor. 2.13; :func:`bngp.audit.gdp_epsilon`) and no finite eps at delta = 0;
+        an (E, D) claim implies (E, delta)-DP for every delta >= D and nothing at a smaller delta.
+
+        Example:
+            >>> parse_claim("eps-delta:epsilon=1,delta=1e-5").epsilon_at(1e-6) is None
+            True
+            >>> round(parse_claim("gaussian:mu=1").epsilon_at(1e-5), 3)
+            4.377
+        """
+        if self.family == "gaussian":
+            epsilon = gdp_epsilon(self.mu, delta)
+            return epsilon if math.isfinite(epsilon) else None
+        return self.epsilon if delta >= self.delta else None
 
     def error_floor(self) -> float:
         """The fixed point x* = f(x*) (the per-bit error floor of :mod:`bngp.audit.bits`)."""

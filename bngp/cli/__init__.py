@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import os
 import sys
 
+from bngp import __version__
 from bngp.errors import BNGPError
 
 __all__ = ["main", "build_parser", "COMMANDS", "HelpFormatter"]
@@ -56,6 +58,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="bngp",
         description="Bayes-Nash generative privacy for released summary statistics.",
     )
+    parser.add_argument("--version", action="version", version=f"bngp {__version__}")
     subparsers = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND",
         parser_class=functools.partial(argparse.ArgumentParser, formatter_class=HelpFormatter),
@@ -69,7 +72,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``bngp`` console script; returns the process exit code."""
+    """Entry point of the ``bngp`` console script; returns the process exit code.
+
+    Sets ``THP_MEM_ALLOC_ENABLE=1`` for this process unless the variable is set (a user's value
+    wins): torch reads it at its first allocation and then advises transparent huge pages for CPU
+    tensors of 2 MiB and more (why: docs/design/game.md, "Large tensors on huge pages").  Importing
+    bngp changes no environment.
+    """
+    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     arguments = sys.argv[1:] if argv is None else [str(a) for a in argv]
     command = next((a for a in arguments if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
@@ -84,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"bngp {args.command}: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"bngp {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"bngp {args.command}: interrupted" + (f"; {exc}" if str(exc) else ""), file=sys.stderr)
         return 130
 
 

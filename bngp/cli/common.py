@@ -15,7 +15,7 @@ from bngp.threads import default_threads, set_threads
 from bngp.validation import check_readable_file
 from bngp.workers import HELPER_MIN_SIZE
 
-__all__ = ["add_population_args", "add_threads_arg", "add_device_arg", "add_workers_arg", "default_threads",
+__all__ = [ "add_population_args", "add_threads_arg", "add_device_arg", "add_workers_arg", "default_threads",
            "set_threads", "load_population_and_prior", "load_kappa_file"]
 
 

@@ -11,11 +11,11 @@ See docs/datasets.md.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from bngp.cli import COMMANDS
 from bngp.errors import InputError, UnknownNameError
-from bngp.validation import check_output_file, check_positive_int
+from bngp.outputs import add_force_arg, claim_outputs
+from bngp.validation import check_positive_int
 
 #: dataset name -> one-line description.
 DATASETS = {
@@ -59,18 +59,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="digits, mnist: other images that set the bin edges (default: digits 297, mnist 2000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random draw of the rows (and image splits)")
     parser.add_argument("--out", required=True, metavar="POP.npz", help="population file to write")
+    add_force_arg(parser, "the population file")
     parser.set_defaults(func=run)
-
-
-def _check_output(path: str) -> None:
-    """The checks of :func:`check_output_file`, and for a folder still to be created, its
-    nearest existing ancestor must be a writable folder."""
-    target = check_output_file("--out", path, parent_must_exist=False)
-    ancestor = target.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if ancestor != target.parent:
-        check_output_file("--out", ancestor / "probe", parent_must_exist=True)
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -153,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         _check_adult_sizes(args)
     else:
         loader_kwargs = _check_image_sizes(args)
-    _check_output(args.out)
+    outputs = claim_outputs("--out", args.out, force=args.force)
 
     from bngp.data.npz import save_population
 
@@ -173,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         population = load_mnist_population(args.mnist_dir, args.individuals, args.reference, seed=args.seed,
                                            **loader_kwargs)
         detail = f"{loader_kwargs['bins']} bins per class, pool accuracy {population.metadata['pool_accuracy']:.3f}"
-    save_population(population, Path(args.out))
+    with outputs.staged() as stage:
+        save_population(population, stage(args.out))
     print(f"wrote {args.out}: {population.n_individuals} individuals, {population.n_reference} reference, "
           f"{population.n_attributes} binary attributes ({args.dataset}, {detail}, seed {args.seed})")
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -13,11 +15,12 @@ from bngp.attacks.training import AttackerTrainingConfig
 from bngp.cli.common import (add_device_arg, add_population_args, add_threads_arg, add_workers_arg, load_population_and_prior,
                              parse_patience)
 from bngp.device import resolve_device
+from bngp.decision import BUDGET_TOLERANCE, decide_release, strongest_of_evaluation
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
 from bngp.io_utils import atomic_write, write_json, write_text
 from bngp.report import evaluation_markdown, plot_learning_curves, plot_roc
-from bngp.validation import check_output_file
+from bngp.outputs import add_force_arg, claim_outputs
 from bngp.workers import resolve_workers
 from bngp.defenses.base import Defense
 from bngp.defenses.budget import BudgetSetting, UtilityBudget
@@ -49,8 +52,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="state whether the defense meets this budget on mean |x - f(D)| (absolute, or a fraction "
                              "of the data-independent release's loss such as 0.5x); a defender trained for a utility "
                              "budget is checked against its own by default")
+    parser.add_argument("--no-decision", dest="decision", action="store_false",
+                        help="skip the release decision (by default the report opens with it: the utility loss, the "
+                             "strongest attack, and matched Laplace, Gaussian and the best reference mechanism at the "
+                             "same loss read by a converged linear attack, with a verdict)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--plot", metavar="ROC.png", help="ROC plot path (default: next to EVAL.json)")
+    add_force_arg(parser, "EVAL.json and the files written beside it")
     parser.set_defaults(func=run)
 
 
@@ -63,18 +71,20 @@ def trained_budget(defense: Defense) -> float | None:
 
 def budget_check(setting: BudgetSetting, budget: UtilityBudget, defense: Defense) -> dict:
     """The budget, the defense's loss by :meth:`BudgetSetting.measured_loss` (the measurement ``bngp train``
-    reports for the same defender) and whether it meets the budget (2% tolerance, as in training)."""
+    reports for the same defender) and whether it meets the budget (within the training's tolerance)."""
     measured = setting.measured_loss(defense)
-    return {**budget.to_dict(), "measured_loss": measured, "met": bool(measured <= budget.value * 1.02 + 1e-12)}
+    return {**budget.to_dict(), "measured_loss": measured,
+            "met": bool(measured <= budget.value * (1 + BUDGET_TOLERANCE) + 1e-12)}
 
 
 def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
-    out = check_output_file("--out", args.out, parent_must_exist=False)
-    plot_path = check_output_file("--plot", args.plot or out.with_suffix(".png"), parent_must_exist=False)
-    check_output_file("--out", out.with_suffix(".md"), parent_must_exist=False)
-    if args.scores_out:
-        check_output_file("--scores-out", args.scores_out, parent_must_exist=False)
+    out, plot_path = Path(args.out), Path(args.plot) if args.plot else Path(args.out).with_suffix(".png")
+    if out.suffix.lower() in (".md", ".png"):
+        raise InputError(f"`--out` {out} must not end in .md or .png: the report is written next to it.")
+    curve_path = plot_path.with_name(plot_path.stem + ".learning.png")
+    outputs = claim_outputs("--out", out, [out.with_suffix(".md"), plot_path, curve_path,
+                                           *([args.scores_out] if args.scores_out else [])], force=args.force)
     if args.releases < 2:
         raise InputError(f"`--releases` must be >= 2, got {args.releases}.")
     if args.attacker_steps < 0:
@@ -97,24 +107,36 @@ def run(args: argparse.Namespace) -> int:
     payload["defense"]["spec"] = args.defense
     if budget is not None:
         payload["budget"] = budget_check(setting, budget, defense)
-    plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, plot_path,
-             title=f"Attacks vs {args.defense}", baseline_loss=result.utility["data_independent_utility_loss"])
+    decision = None
+    if args.decision:
+        if not args.quiet:
+            print("reading matched Laplace, Gaussian and the reference mechanisms at the same utility loss ...",
+                  file=sys.stderr, flush=True)
+        decision = decide_release(population, args.members, defense, strongest=strongest_of_evaluation(payload),
+                                  budget=budget, seed=args.seed, setting=setting, progress=not args.quiet)
+        payload["decision"] = decision.to_dict()
     payload["roc_plot"] = str(plot_path)
     curves = {name: entry["learning_curve"] for name, entry in payload["attacks"].items() if "learning_curve" in entry}
     training = {name: entry["training_curve"] for name, entry in payload["attacks"].items() if entry.get("training_curve")}
     if curves or training:
-        curve_path = plot_path.with_name(plot_path.stem + ".learning.png")
-        plot_learning_curves(curves, curve_path, title=f"Learning curves vs {args.defense}", training=training)
         payload["learning_curve_plot"] = str(curve_path)
-    if args.scores_out:
-        with atomic_write(args.scores_out) as handle:
-            np.savez_compressed(handle, labels=result.labels,
-                                **{f"{name}_scores": scores for name, scores in result.scores.items()})
-    write_text(out.with_suffix(".md"), evaluation_markdown(payload, title=f"Evaluation of `{args.defense}`"))
-    write_json(out, payload)
+    with outputs.staged() as stage:
+        plot_roc({name: (scores, result.labels) for name, scores in result.scores.items()}, stage(plot_path),
+                 title=f"Attacks vs {args.defense}", baseline_loss=result.utility["data_independent_utility_loss"])
+        if curves or training:
+            plot_learning_curves(curves, stage(curve_path), title=f"Learning curves vs {args.defense}", training=training)
+        if args.scores_out:
+            with atomic_write(stage(args.scores_out)) as handle:
+                np.savez_compressed(handle, labels=result.labels,
+                                    **{f"{name}_scores": scores for name, scores in result.scores.items()})
+        write_text(stage(out.with_suffix(".md")), evaluation_markdown(payload, title=f"Evaluation of `{args.defense}`"))
+        write_json(stage(out), payload)
     summary = {name: round(entry["auc"], 4) for name, entry in payload["attacks"].items()}
     print(json.dumps({"defense": args.defense, "utility_loss": round(payload["utility_loss"], 6),
                       "data_independent_utility_loss": round(result.utility["data_independent_utility_loss"], 6), "auc": summary,
                       "strongest_attack": payload["strongest_attack"]["name"],
-                      **({"budget": payload["budget"]} if budget is not None else {})}))
+                      **({"budget": payload["budget"]} if budget is not None else {}),
+                      **({"verdict": decision.verdict} if decision is not None else {})}))
+    if decision is not None:
+        print("\n".join(decision.summary_lines()), file=sys.stderr)
     return 0

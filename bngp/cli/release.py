@@ -38,7 +38,8 @@ from bngp.errors import DataFormatError, InputError
 from bngp.io_utils import atomic_write, save_npz
 from bngp.release.mechanism import Mechanism
 from bngp.rng import resolve_seed, spawn_seeds, torch_generator
-from bngp.validation import check_output_file, check_positive_int, check_readable_file
+from bngp.outputs import OutputSet, add_force_arg, claim_outputs
+from bngp.validation import check_positive_int, check_readable_file
 from bngp.defenses.base import Defense
 from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
@@ -89,6 +90,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="output .npz, written atomically once everything succeeded")
     parser.add_argument("--quiet", action="store_true",
                         help=f"no progress bar (shown for more than {RELEASE_CHUNK} releases; default: shown)")
+    add_force_arg(parser, "the release file")
     parser.set_defaults(func=run)
 
 
@@ -275,13 +277,13 @@ def _check_sources(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     source = _check_sources(args)
+    outputs = claim_outputs("--out", args.out, force=args.force)
     if source == "--members-file":
-        check_output_file("--out", args.out, parent_must_exist=False)
-        return _run_single(args)
+        return _run_single(args, outputs)
     if args.seed < 0:
         raise InputError(f"`--seed` must be >= 0, got {args.seed}.")
     seed = resolve_seed(args.seed)
-    out = check_output_file("--out", args.out)
+    out = outputs.paths[0]
     population = load_population(args.population)
     k = population.n_individuals
     if source == "--draws":
@@ -298,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
     if progress:
         print(f"bngp release: writing {out} ({releases.nbytes / 2**20:.0f} MiB of releases before compression)",
               file=sys.stderr, flush=True)
-    with atomic_write(out) as handle:
+    with outputs.staged() as stage, atomic_write(stage(out)) as handle:
         save_npz(handle, releases=releases, memberships=memberships, individual_ids=population.ids,
                  attribute_names=population.attribute_names, defense=np.array(args.defense),
                  seed=np.array(seed, dtype=np.int64), n_members=n_members)
@@ -308,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_single(args: argparse.Namespace) -> int:
+def _run_single(args: argparse.Namespace, outputs: OutputSet) -> int:
     """The original one-release path (unchanged output)."""
     population = load_population(args.population)
     ids = read_member_ids(args.members_file)
@@ -318,7 +320,7 @@ def _run_single(args: argparse.Namespace) -> int:
     b[0, rows] = 1.0
     mechanism = release_mechanism(population.genotypes, defense.composition)
     x = _release_batch(mechanism, defense, b, torch_generator(args.seed))
-    with atomic_write(args.out) as handle:
+    with outputs.staged() as stage, atomic_write(stage(args.out)) as handle:
         np.savez_compressed(handle, release=x[0], attribute_names=population.attribute_names,
                             defense=np.array(args.defense), seed=np.array(args.seed), n_members=np.array(len(rows)))
     print(f"wrote {args.out}: {x.shape[1]} statistics for {len(rows)} members under `{args.defense}`")

@@ -32,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "and direction, the strongest attack per defense, where and why we differ; results.json with\n"
                     "wall time and peak memory; auc.png and ROC plots) and OUT/index.md. Trained defenders and\n"
                     "finished evaluations go to OUT/NAME/runs/ and are reused (an interrupted training resumed from\n"
-                    "its checkpoint) when the command is run again.\n\n"
+                    "its checkpoint) when the command is run again with --resume.\n\n"
                     "experiments:\n" + _experiments_help(),
     )
     parser.add_argument("names", metavar="NAME", help="an experiment, a comma-separated list, or `all`")
@@ -40,7 +40,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="quick: a pipeline check in well under a minute per experiment (its AUCs mean nothing); "
                              "small: shrunk setups, minutes per training; paper: the paper's sizes and budgets")
     parser.add_argument("--seed", type=int, default=0, help="seed of the populations, trainings and evaluations")
-    parser.add_argument("--out", default="reproduce", metavar="DIR", help="output root (created if needed)")
+    parser.add_argument("--out", default="reproduce", metavar="DIR",
+                        help="output root (created in an existing folder if needed)")
+    parser.add_argument("--resume", action="store_true",
+                        help="reuse the finished trainings and evaluations of an earlier run of the same experiments, "
+                             "scale and seed in DIR (resuming an interrupted training from its checkpoint)")
+    parser.add_argument("--force", action="store_true",
+                        help="remove an earlier run of the same experiments, scale and seed in DIR and start over")
     parser.add_argument("--steps", type=int, metavar="S", help="defender training steps (default: the scale's)")
     parser.add_argument("--attacker-steps", type=int, metavar="S",
                         help="steps of the evaluation's Bayesian attacker and of the fresh-attacker check (default: the scale's)")
@@ -53,13 +59,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bngp.reproduce import budget_for, reproduce
+    from bngp.reproduce import budget_for, claim_output_root, reproduce
     from bngp.validation import check_positive_int
 
     for flag, value, minimum in (("--steps", args.steps, 1), ("--attacker-steps", args.attacker_steps, 1),
                                  ("--releases", args.releases, 2)):
         if value is not None:
             check_positive_int(flag, value, minimum=minimum)
+    claim_output_root(args.names, args.scale, args.seed, args.out, resume=args.resume, force=args.force)
     budget = budget_for(args.scale, steps=args.steps, attacker_steps=args.attacker_steps, releases=args.releases)
     results = reproduce(args.names, scale=args.scale, seed=args.seed, out=args.out, budget=budget, device=args.device,
                         progress=not args.quiet, workers=args.workers)

@@ -4,11 +4,12 @@ simulated (stdpopsim or independent SNVs) or read from a VCF."""
 from __future__ import annotations
 
 import argparse
+import os
 
 from bngp.cli import COMMANDS
 from bngp.data.filters import DEFAULT_MAX_R2
 from bngp.errors import InputError
-from bngp.validation import check_output_file
+from bngp.outputs import add_force_arg, claim_outputs
 
 MODELS = ("stdpopsim", "independent")
 
@@ -35,11 +36,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "populations: the release and the analytic attacks read them a block of SNVs at a time)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulation (or of the VCF panel draw)")
     parser.add_argument("--out", required=True, metavar="POP.npz", help="population file to write")
+    add_force_arg(parser, "the population file")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_file("--out", args.out, parent_must_exist=False)
+    outputs = claim_outputs("--out", args.out, force=args.force)
     if not 0 <= args.min_maf < 0.5:
         raise InputError(f"`--min-maf` must be in [0, 0.5), got {args.min_maf}.")
     if not 0 < args.max_r2 <= 1:
@@ -55,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
                                             ("--snvs", args.snvs)) if value is None]
         if missing:
             raise InputError(f"`{missing[0]}` is required (unless --vcf is given).")
+        _check_memory(args.individuals + args.reference, args.snvs, args.packed)
         if args.model == "independent":
             from bngp.data.independent import simulate_independent
 
@@ -68,8 +71,45 @@ def run(args: argparse.Namespace) -> int:
         source = f"{args.model}, seed {args.seed}"
     from bngp.data.npz import save_population
 
-    save_population(population, args.out)
+    with outputs.staged() as stage:
+        save_population(population, stage(args.out))
     layout = ", bit-packed" if population.packed else ""
     print(f"wrote {args.out}: {population.n_individuals} individuals, {population.n_reference} reference, "
           f"{population.n_attributes} SNVs ({source}{layout})")
     return 0
+
+
+#: bytes held per SNV besides the matrices: its carrier frequency (float64) and its name (a
+#: unicode array and the Python strings it is built from).
+_BYTES_PER_SNV = 100
+
+
+def _check_memory(rows: int, snvs: int, packed: bool) -> None:
+    """Refuse, before any work, a population of ``rows`` people x ``snvs`` SNVs that does not fit in
+    the available memory.  Held at once: the bit-packed draw and its split into individuals and
+    reference panel (1/8 byte per genotype each), the dense uint8 matrices unless ``packed`` (1 byte
+    per genotype) and :data:`_BYTES_PER_SNV` per SNV."""
+    available = _available_memory()
+    if available is None or rows < 1 or snvs < 1:
+        return
+    needed = rows * snvs * (0.25 + (0.0 if packed else 1.0)) + _BYTES_PER_SNV * snvs
+    if needed > available:
+        hint = "" if packed else "; --packed holds the genotypes 8x smaller"
+        raise InputError(f"`--snvs` {snvs:,} for {rows:,} people needs about {needed / 2**30:.1f} GiB of memory, "
+                         f"more than the {available / 2**30:.1f} GiB available{hint}.")
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available: ``MemAvailable`` of ``/proc/meminfo`` where the system has it,
+    else the physical memory (None where neither is reported)."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None

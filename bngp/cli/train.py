@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from bngp.cli import COMMANDS
 from bngp.cli.common import (
@@ -16,9 +17,12 @@ from bngp.data.population import Population
 from bngp.game import ATTACKER_KINDS, CHECKPOINT_FILE, KAPPA_MAX, OBJECTIVES, Game, GameConfig
 from bngp.game.start import rank_references
 from bngp.defenses.budget import BudgetSetting
-from bngp.run_dir import check_run_target
+from bngp.outputs import check_output_folder
+from bngp.run_dir import add_to_run, check_run_target, staging_dir
 from bngp.defenses.dp import GaussianDefense
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.trained import load_run_defense
+from bngp.decision import ReleaseDecision, decide_release
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -88,6 +92,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="continue an interrupted run (RUN_DIR.incomplete) or a complete one from its last checkpoint")
     parser.add_argument("--force", action="store_true", help="replace an existing RUN_DIR when the new run completes")
     parser.add_argument("--seed", type=int, default=0, help="seed of the run (recorded in config.json and the manifest)")
+    parser.add_argument("--no-decision", dest="decision", action="store_false",
+                        help="skip the release decision (by default the delivered defender is read by a converged "
+                             "linear attack beside matched Laplace, Gaussian and the best reference mechanism at its "
+                             "utility loss, and RUN_DIR gets decision.json and decision.md)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory (written as RUN_DIR.incomplete until complete)")
     parser.set_defaults(func=run)
@@ -136,11 +144,12 @@ def run(args: argparse.Namespace) -> int:
     if start_reference and (args.compose or args.against != "bayesian" or args.dp_epsilon is not None):
         raise InputError("`--start best-reference` starts a plain release; give --start data-independent with "
                          "--compose, --against or --dp-epsilon.")
+    check_output_folder("--out", Path(args.out))
     check_run_target(args.out, resume=args.resume, force=args.force, checkpoint=CHECKPOINT_FILE)
     fresh_check_patience = parse_patience(args.fresh_check_patience, "--fresh-check-patience")
     selection_patience = parse_patience(args.selection_patience, "--selection-patience")
     population, prior = load_population_and_prior(args.population, args.members)
-    budget_value, ranking = args.budget, None
+    budget_value, ranking, budget, setting = args.budget, None, None, None
     if args.objective == "utility-budget":
         setting = BudgetSetting.of(population, args.members)
         budget = setting.resolve(args.utility_budget if args.utility_budget is not None else args.budget)
@@ -187,7 +196,13 @@ def run(args: argparse.Namespace) -> int:
     start = None if ranking is None else ranking.best
     start_record = None if ranking is None else {"reference": ranking.best_score.label, "ranking": ranking.to_dict()}
     game = Game(population, prior, config, device=device, start=start, start_record=start_record)
-    summary = game.train(args.out, resume=args.resume, force=args.force, progress=not args.quiet)
+    try:
+        summary = game.train(args.out, resume=args.resume, force=args.force, progress=not args.quiet)
+    except KeyboardInterrupt:
+        if (staging_dir(args.out) / CHECKPOINT_FILE).is_file():
+            raise KeyboardInterrupt(f"the progress is kept in {staging_dir(args.out)}: run the same command with "
+                                    "--resume to continue it") from None
+        raise
     report = {
         "run": args.out,
         "steps": summary.steps,
@@ -212,5 +227,31 @@ def run(args: argparse.Namespace) -> int:
         report["implied_epsilon"] = summary.bgbp.implied_epsilon
         check = summary.fresh_attacker_check or {}
         report["dp_bound_violation_rate"] = check.get("dp_bound_violation_rate")
+    decision = None
+    if args.decision:
+        decision = _decide(args, population, budget if args.objective == "utility-budget" else None, setting, ranking)
+        report["decision"] = {"verdict": decision.verdict, "sentence": decision.sentence,
+                              "files": [str(Path(args.out) / name) for name in DECISION_FILES]}
     print(json.dumps(report, indent=2))
+    if decision is not None:
+        print("\n".join(decision.summary_lines()), file=sys.stderr)
     return 0
+
+
+#: the files the decision adds to a trained run.
+DECISION_FILES = ("decision.json", "decision.md")
+
+
+def _decide(args: argparse.Namespace, population: Population, budget, setting, ranking) -> ReleaseDecision:
+    """The release decision of the delivered defender (:mod:`bngp.decision`), added to the run; a defender
+    trained for a budget is compared with the references ranked at its budget."""
+    if not args.quiet:
+        print("reading the delivered defender beside matched Laplace, Gaussian and the reference mechanisms ...",
+              file=sys.stderr, flush=True)
+    defense = load_run_defense(args.out, DefenseContext(population, args.members))
+    decision = decide_release(population, args.members, defense, budget=budget, seed=args.seed, setting=setting,
+                              ranking=ranking, progress=not args.quiet)
+    title = f"## Decision for the defender trained in `{args.out}`\n\n"
+    add_to_run(args.out, {DECISION_FILES[0]: json.dumps(decision.to_dict(), indent=2) + "\n",
+                          DECISION_FILES[1]: title + "\n".join(decision.markdown_lines()[2:])})
+    return decision

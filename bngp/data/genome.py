@@ -145,7 +145,7 @@ def simulate_genome(
     n_snvs = check_positive_int("n_snvs", n_snvs)
     min_maf, max_r2, ld_window = check_filter_parameters(min_maf, max_r2, ld_window)
     segment_length = check_positive_int("segment_length", segment_length)
-    base_seed = int(seed.integers(2**63)) if isinstance(seed, np.random.Generator) else resolve_seed(seed)
+    base_seed = resolve_seed(seed)
 
     species_obj, model_obj, length = _catalogue(species, model, population, chromosome)
     left = check_positive_int("left", left, minimum=0, maximum=length - 1)

@@ -144,6 +144,8 @@ def _is_gzip(path: Path) -> bool:
 
 def _open_idx(path: str | Path) -> tuple[Path, bool]:
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"IDX file is a directory, not a file: {path}")
     if not path.is_file():
         raise MissingFileError(f"IDX file not found: {path}")
     try:

@@ -13,7 +13,7 @@ import numpy as np
 
 from bngp.data.bits import BitMatrix
 from bngp.data.population import Population
-from bngp.rng import SeedLike, make_rng, resolve_seed
+from bngp.rng import SeedLike, resolve_rng
 from bngp.validation import check_in_open_interval, check_positive_int
 
 __all__ = ["simulate_independent"]
@@ -52,8 +52,7 @@ def simulate_independent(
     check_positive_int("reference", n_reference)
     check_positive_int("snvs", n_snvs)
     check_in_open_interval("min_frequency", min_frequency, 0.0, 0.5)
-    recorded_seed = None if isinstance(seed, np.random.Generator) else resolve_seed(seed)
-    rng = make_rng(seed if recorded_seed is None else recorded_seed)
+    rng, recorded_seed = resolve_rng(seed)
     frequencies = rng.beta(alpha, beta, size=n_snvs)
     frequencies = min_frequency + (1 - 2 * min_frequency) * frequencies
     # Rows drawn in blocks (the same stream as one (K + R, |Q|) draw) and packed as they come.

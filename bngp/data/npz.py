@@ -4,8 +4,9 @@ Layout: ``genotypes`` (K x |Q| uint8), ``reference`` (R x |Q| uint8), ``ids``,
 ``reference_ids``, ``attribute_names`` (unicode arrays) and ``metadata`` (a JSON string).
 A bit-packed population (:class:`bngp.data.bits.BitMatrix`) stores ``genotypes_bits`` and
 ``reference_bits`` (rows of ``np.packbits``) and ``n_attributes`` instead of the two dense
-matrices, written with zlib level 1 (:func:`bngp.io_utils.save_npz`), and loads packed: a
-2,500 x 1,000,000 population is about 312 MB of bits in memory instead of 2.5 GB.
+matrices, and loads packed: a 2,500 x 1,000,000 population is about 312 MB of bits in memory
+instead of 2.5 GB.  Both layouts are written with zlib level 1, each array streamed into the
+archive (:func:`bngp.io_utils.save_npz`).
 Writes are atomic: the file appears complete or not at all.
 """
 
@@ -30,26 +31,18 @@ _PACKED = ("genotypes_bits", "reference_bits", "n_attributes")
 
 
 def save_population(population: Population, path: str | Path) -> Path:
-    """Write ``population`` to ``path`` (``.npz``) atomically and return the path."""
+    """Write ``population`` to ``path`` (``.npz``, zlib level 1, arrays streamed without a copy)
+    atomically and return the path."""
     path = Path(path)
     if population.packed:
-        with atomic_write(path) as handle:
-            save_npz(
-                handle,
-                genotypes_bits=population.genotypes.packed,
-                reference_bits=population.reference.packed,
-                n_attributes=np.array(population.n_attributes, dtype=np.int64),
-                ids=population.ids,
-                reference_ids=population.reference_ids,
-                attribute_names=population.attribute_names,
-                metadata=np.array(json.dumps(population.metadata, default=str)),
-            )
-        return path
+        matrices = {"genotypes_bits": population.genotypes.packed, "reference_bits": population.reference.packed,
+                    "n_attributes": np.array(population.n_attributes, dtype=np.int64)}
+    else:
+        matrices = {"genotypes": population.genotypes, "reference": population.reference}
     with atomic_write(path) as handle:
-        np.savez_compressed(
+        save_npz(
             handle,
-            genotypes=population.genotypes,
-            reference=population.reference,
+            **matrices,
             ids=population.ids,
             reference_ids=population.reference_ids,
             attribute_names=population.attribute_names,

@@ -119,7 +119,7 @@ def load_vcf(
         raise InputError(f"`max_missing` must be in [0, 1], got {max_missing}.")
     if n_snvs is not None:
         n_snvs = check_positive_int("n_snvs", n_snvs)
-    base_seed = int(seed.integers(2**63)) if isinstance(seed, np.random.Generator) else resolve_seed(seed)
+    base_seed = resolve_seed(seed)
 
     samples, chunks = _open(path)
     is_reference = _reference_mask(samples, reference_samples, base_seed)

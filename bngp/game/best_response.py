@@ -26,7 +26,7 @@ from bngp.attacks.registry import available_attacks, get_attack
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.errors import InputError, UnknownNameError
-from bngp.rng import named_seeds
+from bngp.rng import SeedLike, named_seeds, resolve_seed
 from bngp.defenses.base import NoDefense
 
 __all__ = ["BestResponseLoss", "best_response_loss", "BEST_RESPONSE_OPPONENTS"]
@@ -65,16 +65,17 @@ class BestResponseLoss:
 
 
 def best_response_loss(
-    name: str, population: Population, prior: MembershipPrior, n_members: int | None, *, seed: int = 0,
+    name: str, population: Population, prior: MembershipPrior, n_members: int | None, *, seed: SeedLike = 0,
     shadow_releases: int = 64,
 ) -> BestResponseLoss:
-    """Fit attack ``name`` with public knowledge on undefended shadow releases; return its loss."""
+    """Fit attack ``name`` with public knowledge on undefended shadow releases drawn from ``seed`` (an
+    int, None or a Generator, :func:`bngp.rng.resolve_seed`); return its loss."""
     if name not in available_attacks():
         raise UnknownNameError(f"unknown attack {name!r}; known: {', '.join(available_attacks())}.")
     attack = get_attack(name)
     if not attack.differentiable:
         raise InputError(f"attack `{name}` is not differentiable; choose one of {', '.join(BEST_RESPONSE_OPPONENTS)}.")
-    seeds = named_seeds(seed, ("fit", "temperature"))
+    seeds = named_seeds(resolve_seed(seed), ("fit", "temperature"))
     knowledge = attack_knowledge(population, prior, NoDefense(), n_members)
     attack.fit(knowledge, seed=seeds["fit"])
     x, _ = knowledge.simulate(shadow_releases, seeds["temperature"])

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 import numpy as np
 
 from bngp.errors import InputError
+from bngp.rng import SeedLike, resolve_seed
 from bngp.validation import check_patience
 
 if TYPE_CHECKING:
@@ -152,7 +153,9 @@ class GameConfig:
             validation loss, keeping its best state), or None for all ``fresh_check_steps``.  None
             was the only behaviour before 2026-11-24; :meth:`to_dict` leaves the setting out then,
             so the records of runs made before it (reproductions keep all steps) still match.
-        seed: the run's seed; every stream of the run is spawned from it (:func:`bngp.rng.spawn_seeds`).
+        seed: the run's seed, an int, None or a Generator, held as the int it resolves to
+            (:func:`bngp.rng.resolve_seed`); every stream of the run is spawned from it
+            (:func:`bngp.rng.spawn_seeds`).
     """
 
     steps: int = 1500
@@ -196,9 +199,10 @@ class GameConfig:
     checkpoint_every: int = 250
     fresh_check_steps: int = 1000
     fresh_check_patience: int | None = 4
-    seed: int = 0
+    seed: SeedLike = 0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "seed", resolve_seed(self.seed))
         if self.objective not in OBJECTIVES:
             raise InputError(f"`objective` must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}.")
         for name in ("steps", "attacker_steps", "batch_size", "eval_every", "eval_batch", "checkpoint_every", "noise_dim"):

@@ -35,7 +35,7 @@ from bngp.errors import InputError
 from bngp.metrics import auc, tpr_at_fpr
 from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.ridge import default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
-from bngp.rng import spawn_seeds, torch_generator
+from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 
 __all__ = ["SHRINK_GRID", "TEST_RELEASES", "SURFACE_DRAWS", "BudgetSurface", "LinearAttackScore", "ReferenceScore",
            "ReferenceRanking",
@@ -132,11 +132,12 @@ class LinearAttackScore:
                 "shadow_releases": self.releases}
 
 
-def linear_attack_score(defense: Defense, population: Population, n_members: int, seed: int,
+def linear_attack_score(defense: Defense, population: Population, n_members: int, seed: SeedLike,
                         test_releases: int = TEST_RELEASES) -> LinearAttackScore:
     """The stronger of the converged ridge and whitened maps on ``test_releases`` fresh releases of
-    ``defense`` (module docstring)."""
-    sample, prior = _sampler(population, n_members, defense, seed)
+    ``defense`` (module docstring), every draw derived from ``seed`` (an int, None or a Generator,
+    :func:`bngp.rng.resolve_seed`)."""
+    sample, prior = _sampler(population, n_members, defense, resolve_seed(seed))
     k, width = population.n_individuals, population.n_attributes * defense.composition
     validation = sample(_VALIDATION_RELEASES)
     fits = fit_converged_jointly(partial(fit_ridge_and_whitened, prior_mean=prior.marginals), sample,
@@ -154,7 +155,7 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
     return best
 
 
-def rank_references(population: Population, n_members: int, budget: str | float, seed: int = 0, *,
+def rank_references(population: Population, n_members: int, budget: str | float, seed: SeedLike = 0, *,
                     laws: tuple[str, ...] = ("laplace",), shrink_grid: tuple[float, ...] = SHRINK_GRID,
                     setting: BudgetSetting | None = None, progress: bool = False) -> ReferenceRanking:
     """Every reference of :mod:`bngp.defenses.budget` at ``budget`` (absolute or ``Fx``), each scored by
@@ -163,10 +164,12 @@ def rank_references(population: Population, n_members: int, budget: str | float,
     that is not time-sharing is the start.
 
     Args:
+        seed: an int, None or a Generator (:func:`bngp.rng.resolve_seed`); the ranking records the int.
         laws: the noise laws of the shrinkage and linear-optimal references ("laplace", "gaussian").
         setting: a :class:`BudgetSetting` of (population, n_members) already built.
         progress: a line on stderr per reference scored.
     """
+    seed = resolve_seed(seed)
     setting = setting or BudgetSetting.of(population, n_members)
     resolved = setting.resolve(budget)
     candidates: list[tuple[str, Defense]] = [("laplace", reference_at_budget("laplace", setting, resolved)),

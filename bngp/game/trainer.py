@@ -78,7 +78,7 @@ from bngp.ridge import (
     max_shadow_releases,
 )
 from bngp.timing import PhaseTimer
-from bngp.rng import named_seeds, seeded_torch, spawn_seeds, torch_generator
+from bngp.rng import SeedLike, named_seeds, resolve_seed, seeded_torch, spawn_seeds, torch_generator
 
 from . import objectives
 from .early_stop import patience_stalled
@@ -774,7 +774,9 @@ class Game:
         if metrics["attacker_at_prior"]:
             self.history.collapse_events += 1
         self.history.rows.append({"step": self.step, **losses, **metrics})
-        bar.set_postfix(auc=f"{metrics['heldout_auc']:.3f}", util=f"{metrics['heldout_utility_loss']:.4f}")
+        # H as trained so far, not the summary's in-game AUC (H refitted against the delivered state)
+        bar.set_postfix({"H auc before final refit": f"{metrics['heldout_auc']:.3f}",
+                         "util": f"{metrics['heldout_utility_loss']:.4f}"})
 
     def _run_config(self) -> dict:
         return {
@@ -792,12 +794,14 @@ class Game:
             "device": str(self.device),
         }
 
-    def fresh_attacker_check(self, steps: int, seed: int, progress: bool = False) -> dict:
+    def fresh_attacker_check(self, steps: int, seed: SeedLike, progress: bool = False) -> dict:
         """Fit the linear and whitened attackers to convergence against the frozen defender, then
         train a new network attacker warm-started from the linear one's ridge map (as in
         evaluation, which fits that map once for both) for up to ``steps`` steps, stopped early
         by ``config.fresh_check_patience`` (its training curve records where); held-out AUC and
-        cross-entropy over 512 fresh draws."""
+        cross-entropy over 512 fresh draws.  Every draw derives from ``seed`` (an int, None or a
+        Generator, :func:`bngp.rng.resolve_seed`)."""
+        seed = resolve_seed(seed)
         init = "paper" if self.config.attacker_init == "paper" else "shadow-ridge"
         config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=init,
                                         patience=self.config.fresh_check_patience)
@@ -889,10 +893,11 @@ class Game:
                                                  start=start, maximum=maximum, validation=validation)
         return {"linear": linear, "whitened": whitened}
 
-    def release_sampler(self, seed: int):
+    def release_sampler(self, seed: SeedLike):
         """A sampler of (releases, memberships) from the frozen defender (eval mode), drawn on the
-        CPU from ``seed`` and returned on the run's device."""
-        generator = torch.Generator().manual_seed(seed)
+        CPU from ``seed`` (an int, None or a Generator, :func:`bngp.rng.resolve_seed`) and returned
+        on the run's device."""
+        generator = torch_generator(resolve_seed(seed))
         defender = self.defender
 
         @torch.no_grad()

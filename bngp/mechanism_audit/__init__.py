@@ -12,7 +12,8 @@ the knowledge that attack may have, scores, and hands the scores to :mod:`bngp.a
   a baseline classifier and a release-aware MIA (a measurement), and its companion lower bound
   with real non-members held out from the generator.
 * :mod:`~bngp.mechanism_audit.dispatch`: :func:`audit_mechanism`, the single entry point.
-* :mod:`~bngp.mechanism_audit.results`: :class:`MechanismAuditResult`, the AUDIT.json record.
+* :mod:`~bngp.mechanism_audit.results`: :class:`MechanismAuditResult`, the AUDIT.json record
+  (``format`` :data:`MECHANISM_AUDIT_FORMAT`), with the design's ceiling and the claim's verdict.
 """
 
 from bngp.mechanism_audit.canary import CanaryPrior, many_run_mechanism_audit, one_run_mechanism_audit
@@ -33,7 +34,14 @@ from bngp.mechanism_audit.panoramia_genome import (
     panoramia_design,
     panoramia_mechanism_audit,
 )
-from bngp.mechanism_audit.results import MODES, NEIGHBOURING, MechanismAuditResult, claimed_guarantee, resolve_neighbouring
+from bngp.mechanism_audit.results import (
+    MECHANISM_AUDIT_FORMAT,
+    MODES,
+    NEIGHBOURING,
+    MechanismAuditResult,
+    claimed_guarantee,
+    resolve_neighbouring,
+)
 
 __all__ = [
     "CanaryPrior",
@@ -42,6 +50,7 @@ __all__ = [
     "DEFAULT_SWITCH_GRID",
     "GeneratorDiagnostics",
     "HaplotypeCopyingModel",
+    "MECHANISM_AUDIT_FORMAT",
     "MIN_GENERATOR_PANEL",
     "MIN_TRAINING_MEMBERS",
     "MODES",

@@ -37,6 +37,17 @@ Bounds.
   - pooled: each bit S_ri changes only release r, so the R releases together are
     (eps, delta)-DP in every one of the R m bits and the one-run theorem applies to all
     R m guesses at once (Steinke et al. 2023 interpolate between one and many runs this way).
+
+The design's ceiling (``epsilon_ceiling``, :mod:`bngp.audit.ceiling`) is each bound computed again
+on a perfect attack's scores (1 for an included canary, 0 otherwise) with the same inclusions,
+candidates, union bounds and tie-breaking seed: the largest eps these canaries and runs can
+certify.  One run: about ln(r / ln(C / beta)) for r guesses among C candidates (arXiv:2305.08846,
+Thm. 3.1 at v = r).
+
+The record's ``diagnostics.tradeoff`` is the empirical trade-off curve of the scores behind the
+bound (:func:`bngp.audit.empirical_tradeoff`): one run, the m canary scores (descriptive: canaries
+of one release are not independent runs); many runs, the R scores of the canary with the largest
+Clopper-Pearson bound at that canary's confidence 1 - beta / (2 m), a valid simultaneous region.
 """
 
 from __future__ import annotations
@@ -47,7 +58,7 @@ import numpy as np
 import torch
 
 from bngp.attacks.base import Attack
-from bngp.audit import many_run_audit, one_run_search, roc_summary
+from bngp.audit import empirical_tradeoff, many_run_audit, one_run_search, perfect_scores, roc_summary
 from bngp.mechanism_audit.common import attack_record, audit_seeds, check_scores, fit_attack, resolve_delta
 from bngp.mechanism_audit.results import MechanismAuditResult, claimed_guarantee, resolve_neighbouring
 from bngp.audit.inputs import check_confidence
@@ -230,18 +241,23 @@ def _result(
     mode: str,
     experiment: dict[str, Any],
     defense: Defense,
-    epsilon_lb: float,
+    bounds: tuple[float, float],
     confidence: float,
     delta: float,
     method: dict[str, Any],
+    tradeoff: dict[str, Any] | None,
 ) -> MechanismAuditResult:
+    """The record; ``bounds`` = (epsilon_lb, epsilon_ceiling), ``tradeoff`` the diagnostics' curve."""
     relation = experiment["design"]["neighbouring"]
     scores, inclusion = experiment["scores"], experiment["inclusion"]
     mixed = 0 < inclusion.sum() < inclusion.size
     diagnostics = {"canary_roc": roc_summary(scores.ravel(), inclusion.ravel()).to_dict()} if mixed else {}
+    if tradeoff is not None:
+        diagnostics["tradeoff"] = tradeoff
     return MechanismAuditResult(
         mode=mode,
-        epsilon_lb=float(epsilon_lb),
+        epsilon_lb=float(bounds[0]),
+        epsilon_ceiling=float(bounds[1]),
         is_lower_bound=True,
         interpretation=(
             f"with confidence {confidence:g}, the release is not (eps, {delta:g})-DP under the {relation} "
@@ -307,11 +323,17 @@ def one_run_mechanism_audit(
             f"all {inclusion.size} canaries were {state} in the audited release (probability 2^(1-m)); "
             "use more canaries or another seed."
         )
-    result = one_run_search(
-        experiment["scores"][0], inclusion, confidence=confidence, delta=delta, seed=experiment["seeds"]["ties"]
-    )
+    scores = experiment["scores"][0]
+
+    def bound(values: np.ndarray) -> Any:
+        return one_run_search(values, inclusion, confidence=confidence, delta=delta, seed=experiment["seeds"]["ties"])
+
+    result = bound(scores)
     method = {"name": "one-run (steinke-nasr-jagielski 2023)", "one_run": result.to_dict()}
-    return _result("one-run", experiment, defense, result.epsilon_lb, confidence, delta, method)
+    tradeoff = {"scores": f"the {inclusion.size} canary scores of the one release", "is_test": False,
+                **empirical_tradeoff(scores, inclusion, confidence=confidence).to_dict()}
+    ceiling = bound(perfect_scores(inclusion)).epsilon_lb
+    return _result("one-run", experiment, defense, (result.epsilon_lb, ceiling), confidence, delta, method, tradeoff)
 
 
 def many_run_mechanism_audit(
@@ -346,25 +368,42 @@ def many_run_mechanism_audit(
     beta = 1.0 - confidence
     m = inclusion.shape[1]
     per_canary_confidence = 1.0 - beta / (2.0 * m)
-    per_canary: list[dict[str, Any]] = []
-    best_canary, best_value = None, 0.0
-    for i in range(m):
-        included = int(inclusion[:, i].sum())
-        if included in (0, runs):
-            per_canary.append({"canary": experiment["design"]["canary_ids"][i], "epsilon_lb": 0.0, "skipped": True})
-            continue
-        record = many_run_audit(scores[:, i], inclusion[:, i], confidence=per_canary_confidence, delta=delta,
-                                strategy="bonferroni")
-        per_canary.append({"canary": experiment["design"]["canary_ids"][i], **record.to_dict()})
-        if best_canary is None or record.epsilon_lb > best_value:
-            best_canary, best_value = i, record.epsilon_lb
-    pooled = one_run_search(
-        scores.ravel(),
-        inclusion.ravel(),
-        confidence=1.0 - beta / 2.0,
-        delta=delta,
-        seed=experiment["seeds"]["ties"],
-    )
+
+    def per_canary(values: np.ndarray) -> list[Any]:
+        """The Clopper-Pearson record of every canary (None where it was in every run or in none)."""
+        return [
+            many_run_audit(values[:, i], inclusion[:, i], confidence=per_canary_confidence, delta=delta,
+                           strategy="bonferroni") if 0 < inclusion[:, i].sum() < runs else None
+            for i in range(m)
+        ]
+
+    def pooled(values: np.ndarray) -> Any:
+        return one_run_search(values.ravel(), inclusion.ravel(), confidence=1.0 - beta / 2.0, delta=delta,
+                              seed=experiment["seeds"]["ties"])
+
+    def best(records: list[Any]) -> tuple[int | None, float]:
+        audited = [i for i, record in enumerate(records) if record is not None]
+        if not audited:
+            return None, 0.0
+        top = max(audited, key=lambda i: records[i].epsilon_lb)  # the first of equal bounds
+        return top, records[top].epsilon_lb
+
+    ids = experiment["design"]["canary_ids"]
+    records = per_canary(scores)
+    best_canary, best_value = best(records)
+    pooled_result = pooled(scores)
+    perfect = perfect_scores(inclusion)
+    canary_ceiling = best(per_canary(perfect))[1]
+    pooled_ceiling = pooled(perfect).epsilon_lb
+    tradeoff = None
+    if best_canary is not None:
+        tradeoff = {
+            "scores": f"the {runs} scores of canary {ids[best_canary]} (one per release, independent runs), at its "
+                      f"confidence 1 - beta/(2 m) = {per_canary_confidence:.6g}",
+            "is_test": True,
+            **empirical_tradeoff(scores[:, best_canary], inclusion[:, best_canary],
+                                 confidence=per_canary_confidence).to_dict(),
+        }
     method = {
         "name": "many-run: max(per-canary clopper-pearson, pooled one-run), beta/2 each",
         "union_bound": (
@@ -372,10 +411,16 @@ def many_run_mechanism_audit(
             f"(bonferroni, error {beta / (2.0 * m):.3g} each)"
         ),
         "clopper_pearson_epsilon_lb": best_value,
-        "clopper_pearson_best_canary": None if best_canary is None else experiment["design"]["canary_ids"][best_canary],
-        "pooled_one_run_epsilon_lb": pooled.epsilon_lb,
-        "per_canary": per_canary,
-        "pooled_one_run": pooled.to_dict(),
+        "clopper_pearson_epsilon_ceiling": canary_ceiling,
+        "clopper_pearson_best_canary": None if best_canary is None else ids[best_canary],
+        "pooled_one_run_epsilon_lb": pooled_result.epsilon_lb,
+        "pooled_one_run_epsilon_ceiling": pooled_ceiling,
+        "per_canary": [
+            {"canary": ids[i], "epsilon_lb": 0.0, "skipped": True} if record is None
+            else {"canary": ids[i], **record.to_dict()}
+            for i, record in enumerate(records)
+        ],
+        "pooled_one_run": pooled_result.to_dict(),
     }
-    epsilon_lb = max(best_value, pooled.epsilon_lb)
-    return _result("many-run", experiment, defense, epsilon_lb, confidence, delta, method)
+    bounds = (max(best_value, pooled_result.epsilon_lb), max(canary_ceiling, pooled_ceiling))
+    return _result("many-run", experiment, defense, bounds, confidence, delta, method, tradeoff)

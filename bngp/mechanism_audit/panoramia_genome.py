@@ -80,6 +80,14 @@ here:
   would leak through the MIA (the panel would no longer be a function of the conditioning
   above).  The audit pool's members likewise never train anything.
 
+The design's ceiling.  Each number is computed again for a perfect MIA (score 1 for every member of
+its audit set, 0 otherwise; :mod:`bngp.audit.ceiling`) with the same labels (and, for eps_tilde,
+the same baseline scores): ``epsilon_ceiling`` of the reported number, and ``epsilon_ceiling`` /
+``epsilon_tilde_ceiling`` in the ``panoramia`` summary.  With r members among the audit points and
+two thresholds, the companion's ceiling is sup{eps : (e^eps / (1 + e^eps))^r < beta / 2}.  The
+record's ``diagnostics.tradeoff`` is the empirical trade-off curve of the MIA scores behind the
+reported number: descriptive, since the audit points of one release are not independent runs.
+
 What is reported.  With a companion (R > 0), ``epsilon_lb`` is the companion's lower bound
 (``is_lower_bound`` True, comparable with a claim stated at delta = 0 under replacement); with
 ``real_nonmembers=0`` it is eps_tilde, flagged as a measurement.  A number labelled a lower
@@ -102,7 +110,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from bngp.attacks.base import Attack
-from bngp.audit import PanoramiaResult, panoramia_audit, roc_summary
+from bngp.audit import PanoramiaResult, empirical_tradeoff, panoramia_audit, perfect_scores, roc_summary
 from bngp.audit.inputs import check_confidence
 from bngp.mechanism_audit.common import attack_record, audit_seeds, check_scores, fit_attack
 from bngp.mechanism_audit.haplotype_model import HaplotypeCopyingModel, compare_genotypes
@@ -349,14 +357,17 @@ _REAL_MEANING = (
 )
 
 
-def _summary(generated: PanoramiaResult, companion: PanoramiaResult | None, design: PanoramiaDesign) -> dict[str, Any]:
-    """The two numbers of the audit with their meaning (``MechanismAuditResult.panoramia``)."""
+def _summary(generated: PanoramiaResult, companion: PanoramiaResult | None, design: PanoramiaDesign,
+             ceilings: tuple[float, float | None]) -> dict[str, Any]:
+    """The two numbers of the audit with their meaning (``MechanismAuditResult.panoramia``);
+    ``ceilings`` are those of the generated and the companion audit (module docstring)."""
     n_generated = int((~design.labels).sum())
     summary: dict[str, Any] = {
         "reported_as_epsilon_lb": "generated_nonmembers" if companion is None else "real_nonmembers",
         "real_nonmembers": None,
         "generated_nonmembers": {
             "epsilon_tilde": generated.epsilon_lb,
+            "epsilon_tilde_ceiling": ceilings[0],
             "is_lower_bound": False,
             "meaning": _GENERATED_MEANING,
             "c_lb": generated.c_lb,
@@ -370,6 +381,7 @@ def _summary(generated: PanoramiaResult, companion: PanoramiaResult | None, desi
         n_members = int(design.companion_labels.sum())
         summary["real_nonmembers"] = {
             "epsilon_lb": companion.epsilon_lb,
+            "epsilon_ceiling": ceilings[1],
             "is_lower_bound": True,
             "meaning": _REAL_MEANING,
             "audit_size": design.companion_labels.size,
@@ -465,7 +477,10 @@ def panoramia_mechanism_audit(
     baseline_scores = _log_odds(baseline, genotype_features(audit_points))
     mia_scores = _log_odds(mia, np.stack([baseline_scores, audit_scores], axis=1))
     result = panoramia_audit(mia_scores, labels, baseline_scores, confidence=confidence)
-    companion = None
+    generated_ceiling = panoramia_audit(perfect_scores(labels), labels, baseline_scores,
+                                        confidence=confidence).epsilon_lb
+    companion, companion_ceiling = None, None
+    reported_scores, reported_labels = mia_scores, labels
     if n_companion:
         companion_labels = design.companion_labels
         companion_points = genotypes[design.companion_points]
@@ -473,6 +488,9 @@ def panoramia_mechanism_audit(
         companion_baseline = _log_odds(baseline, genotype_features(companion_points))
         companion_mia = _log_odds(mia, np.stack([companion_baseline, companion_attack], axis=1))
         companion = panoramia_audit(companion_mia, companion_labels, None, confidence=confidence)
+        companion_ceiling = panoramia_audit(perfect_scores(companion_labels), companion_labels, None,
+                                            confidence=confidence).epsilon_lb
+        reported_scores, reported_labels = companion_mia, companion_labels
 
     diagnostics: dict[str, Any] = {
         "baseline_auc": roc_summary(baseline_scores, labels).auc,
@@ -489,6 +507,12 @@ def panoramia_mechanism_audit(
             "mia_auc": roc_summary(companion_mia, companion_labels).auc,
             "attack_score_auc": roc_summary(companion_attack, companion_labels).auc,
         }
+    which = "real members and real non-members" if companion is not None else "real members and generated non-members"
+    diagnostics["tradeoff"] = {
+        "scores": f"the MIA scores of the {reported_labels.size} audit points ({which}) of the one release",
+        "is_test": False,
+        **empirical_tradeoff(reported_scores, reported_labels, confidence=confidence).to_dict(),
+    }
     n_outside = design.generator_panel.size + n_companion
     n_companion_members = int(design.companion_labels.sum())
     design_record = {
@@ -546,6 +570,7 @@ def panoramia_mechanism_audit(
     return MechanismAuditResult(
         mode="panoramia",
         epsilon_lb=reported.epsilon_lb,
+        epsilon_ceiling=generated_ceiling if companion is None else companion_ceiling,
         is_lower_bound=reported.is_lower_bound,
         interpretation=interpretation,
         confidence=confidence,
@@ -563,5 +588,5 @@ def panoramia_mechanism_audit(
         seed=design.seed,
         seeds=seeds,
         device=str(device),
-        panoramia=_summary(result, companion, design),
+        panoramia=_summary(result, companion, design, (generated_ceiling, companion_ceiling)),
     )

@@ -1,9 +1,11 @@
 """The record of an end-to-end mechanism audit (the AUDIT.json payload).
 
 Every audit of a release mechanism reports, next to its bound, what it was compared with and
-how it was obtained: the defense's claimed guarantee, the attack and its knowledge statement,
-the experimental design (canaries, dataset size, neighbouring relation, runs), the bound's
-statistical method (the :mod:`bngp.audit` result records) and the seeds that replay it.
+how it was obtained: the defense's claimed guarantee and the verdict, the largest eps the design
+can certify (the same bound on a perfect attack, :mod:`bngp.audit.ceiling`), the attack and its
+knowledge statement, the experimental design (canaries, dataset size, neighbouring relation,
+runs), the bound's statistical method (the :mod:`bngp.audit` result records) and the seeds that
+replay it.
 """
 
 from __future__ import annotations
@@ -12,11 +14,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from bngp.audit.ceiling import BoundReading, read_bound
 from bngp.audit.results import to_jsonable
 from bngp.errors import InputError
 from bngp.defenses.base import Defense
 
-__all__ = ["MODES", "NEIGHBOURING", "MechanismAuditResult", "claimed_guarantee", "resolve_neighbouring"]
+__all__ = ["MECHANISM_AUDIT_FORMAT", "MODES", "NEIGHBOURING", "MechanismAuditResult", "claimed_guarantee",
+           "resolve_neighbouring"]
+
+#: the ``format`` of the AUDIT.json of ``bngp audit-mechanism``; the number is its version.
+MECHANISM_AUDIT_FORMAT = "bngp-mechanism-audit-1"
 
 #: audit modes of :func:`bngp.mechanism_audit.audit_mechanism` and ``bngp audit-mechanism --mode``.
 MODES = ("one-run", "many-run", "panoramia")
@@ -65,6 +72,9 @@ class MechanismAuditResult:
         epsilon_lb: the audit's number (a lower bound on eps at ``delta`` when
             ``is_lower_bound``; PANORAMIA's eps_tilde measurement otherwise).  PANORAMIA with
             real non-members reports its companion lower bound here, eps_tilde in ``panoramia``.
+        epsilon_ceiling: the largest number this design can give: the same bound on the scores of
+            a perfect attack (:func:`bngp.audit.perfect_scores`), same canaries, inclusions,
+            union bounds and seeds (:mod:`bngp.audit.ceiling`).
         is_lower_bound: whether ``epsilon_lb`` is a statistically valid lower bound.
         interpretation: one sentence saying what ``epsilon_lb`` means.
         confidence: 1 - beta of the whole statement.
@@ -74,7 +84,10 @@ class MechanismAuditResult:
         attack: the attack's description, with its knowledge statement.
         design: the audit's design (individuals, canaries, dataset size, relation, runs).
         method: the statistical method and its result records.
-        diagnostics: point estimates that help reading the bound (AUCs, generator fit).
+        diagnostics: point estimates that help reading the bound (AUCs, generator fit) and
+            ``tradeoff``, the empirical trade-off curve of the scores behind the bound
+            (:func:`bngp.audit.empirical_tradeoff`) with ``scores`` saying which they are and
+            ``is_test`` whether its region is a valid simultaneous statement (independent runs).
         seed: the audit seed; ``seeds`` derived from it for each independent stream.
         seeds: the derived seeds by purpose.
         device: where an attack that trains a network ran (``"cpu"`` or ``"cuda:0"``).
@@ -88,6 +101,7 @@ class MechanismAuditResult:
 
     mode: str
     epsilon_lb: float
+    epsilon_ceiling: float
     is_lower_bound: bool
     interpretation: str
     confidence: float
@@ -108,6 +122,20 @@ class MechanismAuditResult:
         """The eps the defense claims, or None."""
         return None if self.claimed is None else float(self.claimed["epsilon"])
 
+    def _incomparable(self) -> str | None:
+        """Why a claim cannot be compared with the bound: another neighbouring relation, or a bound
+        at a delta below the claim's ((eps, delta)-DP implies (eps, delta')-DP only for delta' >=
+        delta); None when it can, or when there is no claim."""
+        if self.claimed is None:
+            return None
+        relation = self.claimed.get("neighbouring")
+        if relation is not None and relation != self.design.get("neighbouring"):
+            return f"the claim is under the {relation} relation, the audit under {self.design.get('neighbouring')}"
+        claimed_delta = float(self.claimed.get("delta", 0.0))
+        if self.delta < claimed_delta:
+            return f"the claim is stated at delta {claimed_delta:g}, the bound at delta {self.delta:g} below it"
+        return None
+
     @property
     def comparable(self) -> bool:
         """Whether a bound above the claim would contradict it.
@@ -116,11 +144,7 @@ class MechanismAuditResult:
         (eps, delta')-DP for delta' >= delta) under the claimed neighbouring relation (or a
         claim that names none).
         """
-        if self.claimed is None or not self.is_lower_bound:
-            return False
-        relation = self.claimed.get("neighbouring")
-        same_relation = relation is None or relation == self.design.get("neighbouring")
-        return same_relation and self.delta >= float(self.claimed.get("delta", 0.0))
+        return self.claimed is not None and self.is_lower_bound and self._incomparable() is None
 
     @property
     def exceeds_claim(self) -> bool | None:
@@ -129,16 +153,51 @@ class MechanismAuditResult:
             return None
         return self.epsilon_lb > self.claimed_epsilon
 
+    def _design_words(self) -> tuple[str, str]:
+        """(the design in words, how to enlarge it) for the sentences on the ceiling."""
+        design = self.design
+        if self.mode == "one-run":
+            return (f"{design['canaries']} canaries in one release",
+                    "more canaries, --canaries: the ceiling grows about ln 2 = 0.69 per doubling of the guesses")
+        if self.mode == "many-run":
+            return (f"{design['canaries']} canaries x {design['runs']} releases",
+                    "more releases, --runs, or more canaries, --canaries")
+        if self.panoramia is not None and self.panoramia["real_nonmembers"] is not None:
+            return (f"{design['companion_audit_size']} real audit points",
+                    "more real non-members, --real-nonmembers (a larger population), and a larger audit set, "
+                    "--canaries")
+        return f"an audit set of {design['audit_size']}", "a larger audit set, --canaries"
+
+    def reading(self) -> BoundReading:
+        """epsilon_lb read against the design's ceiling and the defense's claimed eps
+        (:func:`bngp.audit.read_bound`)."""
+        kind = "lower bound" if self.is_lower_bound else "estimate"
+        words, advice = self._design_words()
+        reason = self._incomparable()
+        claim: dict[str, Any] = {}
+        if reason is not None:
+            claim = {"not_comparable": reason}
+        elif self.claimed is not None:
+            claim = {"claimed_epsilon": self.claimed_epsilon}
+        return read_bound(self.epsilon_lb, kind, self.epsilon_ceiling, words, advice, **claim)
+
     def to_dict(self) -> dict[str, Any]:
-        """The AUDIT.json payload: the bound first, the claim next to it, then the details
-        (PANORAMIA: its two numbers, ``panoramia``, right after the interpretation)."""
+        """The AUDIT.json payload (``format`` :data:`MECHANISM_AUDIT_FORMAT`): the bound first, the
+        claim and the verdict next to it, the design's ceiling, then the details (PANORAMIA: its two
+        numbers, ``panoramia``, right after the interpretation)."""
+        reading = self.reading()
         payload: dict[str, Any] = {
+            "format": MECHANISM_AUDIT_FORMAT,
             "command": "audit-mechanism",
             "mode": self.mode,
             "epsilon_lb": self.epsilon_lb,
             "claimed_epsilon": self.claimed_epsilon,
             "claimed_delta": None if self.claimed is None else self.claimed.get("delta", 0.0),
             "bound_exceeds_claim": self.exceeds_claim,
+            "claim_verdict": reading.claim_verdict,
+            "epsilon_ceiling": self.epsilon_ceiling,
+            "ceiling_state": reading.ceiling_state,
+            "reading": reading.sentence,
             "is_lower_bound": self.is_lower_bound,
             "interpretation": self.interpretation,
         }

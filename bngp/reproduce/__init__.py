@@ -20,11 +20,13 @@ Example:
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError, UnknownNameError
+from bngp.outputs import check_output_folder
 from bngp.reproduce.catalog import EXPERIMENTS
 from bngp.reproduce.budget_frontier import BUDGET_FRONTIER, run_budget_frontier
 from bngp.reproduce.frontier import FRONTIER, run_frontier
@@ -34,6 +36,8 @@ from bngp.reproduce.report import ReproductionResult, write_index, write_report
 from bngp.reproduce.scales import BUDGETS, SCALES, Budget, Sizes, budget_for
 
 __all__ = [
+    "claim_output_root",
+    "previous_work",
     "EXPERIMENTS",
     "NAMES",
     "FRONTIER",
@@ -77,15 +81,45 @@ def parse_experiment_names(text: str | Sequence[str]) -> list[str]:
 
 
 def check_output_root(out: str | Path) -> Path:
-    """``out`` as a path whose nearest existing ancestor is a writable directory (checked before any work)."""
+    """``out`` as a path that is a directory or can be made one in an existing writable folder (checked before
+    any work; a missing parent folder is not created)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(f"`--out` {out} exists and is not a directory.")
-    ancestor = out
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise InputError(f"`--out` {out}: {ancestor} is not a writable directory.")
+    if not out.exists():
+        check_output_folder("--out", out)
+    elif not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(f"`--out` {out} is not a writable directory.")
+    return out
+
+
+#: the folders under ``OUT/NAME/`` that hold a reproduction's work for one scale and seed (its report, trained
+#: runs, finished cells, populations and sweeps), each named ``SCALE_seedS``.
+_WORK_FOLDERS = (".", "runs", "cells", "data", "sweep")
+
+
+def previous_work(names: str | Sequence[str], scale: str, seed: int, out: str | Path) -> list[Path]:
+    """The folders of an earlier run of ``names`` at ``scale`` and ``seed`` under ``out`` (reused on a rerun)."""
+    stem = f"{scale}_seed{seed}"
+    return [folder for name in parse_experiment_names(names) for sub in _WORK_FOLDERS
+            if (folder := (Path(out) / name / sub / stem)).exists()]
+
+
+def claim_output_root(names: str | Sequence[str], scale: str, seed: int, out: str | Path, *, resume: bool,
+                      force: bool) -> Path:
+    """Check ``out`` before any work (:func:`check_output_root`).  An earlier run of the same experiments, scale
+    and seed is reused with ``resume``, removed with ``force``, and refused otherwise, so that no report is
+    replaced unasked."""
+    out = check_output_root(out)
+    if resume and force:
+        raise InputError("`--resume` and `--force` exclude each other: reuse the earlier work, or start over.")
+    found = previous_work(names, scale, seed, out)
+    if found and not (resume or force):
+        raise InputError(f"`--out` {found[0]} holds an earlier run: use --resume to reuse its finished work, or "
+                         "--force to start over.")
+    if force:
+        for folder in found:
+            shutil.rmtree(folder)
     return out
 
 

@@ -33,10 +33,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 
+from bngp.colours import family, method_colour, role_colour
 from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses.registry import DefenseContext
 from bngp.defenses.trained import load_run_defense
 from bngp.evaluate import evaluate_defense
+from bngp.decision import VERDICTS, AttackReading, DecisionRow, verdict
 from bngp.game import Game, GameConfig, train_once
 from bngp.game.start import linear_attack_score, rank_references
 from bngp.io_utils import write_json, write_text
@@ -57,9 +59,6 @@ __all__ = ["BUDGET_FRONTIER", "FRACTIONS", "FrontierPopulation", "run_budget_fro
 FRACTIONS = (0.875, 0.75, 0.5, 0.25, 0.125)
 #: the uniform shrinkages tried at each budget.
 SHRINK_GRID = (0.1, 0.2, 0.4, 0.6)
-#: one colour per reference family in every plot (the trained defender: red stars; the envelope: black).
-FAMILY_COLOURS = {"laplace": "tab:blue", "gaussian": "tab:orange", "shrinkage": "tab:green", "linear-optimal": "tab:purple",
-                  "suppression": "tab:brown", "time-sharing": "grey"}
 #: the end-to-end audit of every mechanism of a cell: many-run, this many canaries (at most N and K - N) and
 #: releases, scored by this attack; its eps lower bound holds with 95% confidence.
 AUDIT_CANARIES, AUDIT_RUNS, AUDIT_ATTACK = 100, 200, "score"
@@ -172,7 +171,7 @@ def verdicts(cells: list[dict]) -> list[str]:
         place = "below" if margin < -0.01 else "on" if margin <= 0.01 else "above"
         text = (f"- budget {cell['fraction']:g} x L0 = {cell['budget']['budget']:.5g}: the defender reads AUC "
                 f"{cell['trained']['auc']:.4f}, {place} the envelope ({envelope['label']} {envelope['auc']:.4f}; margin "
-                f"{margin:+.4f})")
+                f"{margin:+.4f}); decision: {VERDICTS[cell_decision(cell)]}")
         if min(everything) > REVEALING_AUC:
             text += f"; every mechanism reads above {REVEALING_AUC}: no release at this budget protects membership here"
         else:
@@ -185,6 +184,23 @@ def verdicts(cells: list[dict]) -> list[str]:
     else:
         lines.append(f"- No budget tried has a release reading AUC <= {REVEALING_AUC}.")
     return lines
+
+
+def cell_decision(cell: dict) -> str:
+    """The verdict of :func:`bngp.decision.verdict` for the trained defender of a cell: its loss against L0, the
+    strongest of its evaluation and the converged linear attack, and the linear-attack AUCs of matched Laplace,
+    matched Gaussian and the envelope at the same budget."""
+    trained, evaluation = cell["trained"], cell["evaluation"]["trained"]
+    by_label = {entry["label"]: entry for entry in cell["references"]}
+    strongest = max((AttackReading(evaluation["strongest_attack"], evaluation["auc"], evaluation["tpr_at_1pct_fpr"],
+                                   evaluation["tpr_at_0.1pct_fpr"]),
+                     AttackReading("linear (converged)", trained["auc"], trained["tpr_at_1pct_fpr"],
+                                   trained["tpr_at_0.1pct_fpr"])), key=lambda reading: reading.auc)
+    rows = [DecisionRow(label, trained["loss"] if label == "trained" else entry["loss"], entry["auc"],
+                        entry["tpr_at_1pct_fpr"], entry["tpr_at_0.1pct_fpr"])
+            for label, entry in (("trained", trained), ("laplace", by_label["laplace"]), ("gaussian", by_label["gaussian"]),
+                                 ("envelope", _envelope(cell)))]
+    return verdict(trained["loss"], cell["budget"]["data_independent_loss"], strongest, rows)
 
 
 def time_sharing_line(cells: list[dict]) -> str:
@@ -227,7 +243,9 @@ def _audit_table(cells: list[dict]) -> list[str]:
 
 
 def _plot(results: dict[str, list[dict]], path: Path) -> Path:
-    """Utility budget against AUC (top) and TPR at 1% FPR (bottom), one column per population."""
+    """Utility budget against AUC (top) and TPR at 1% FPR (bottom), one column per population; each
+    reference family, the envelope and the trained defender in their colours of :mod:`bngp.colours`
+    (the same in every plot), one legend right of the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -235,38 +253,40 @@ def _plot(results: dict[str, list[dict]], path: Path) -> Path:
     from matplotlib.ticker import MaxNLocator
 
     names = list(results)
-    figure, axes = plt.subplots(2, len(names), figsize=(4.6 * len(names), 7.2), dpi=120, squeeze=False)
+    figure, axes = plt.subplots(2, len(names), figsize=(4.6 * len(names) + 2.4, 7.2), dpi=120, squeeze=False,
+                                layout="constrained")
     for column, name in enumerate(names):
         cells = sorted(results[name], key=lambda item: item["budget"]["budget"])
         budgets = [cell["budget"]["budget"] for cell in cells]
         families: dict[str, list[tuple[float, float, float]]] = {}
         for cell in cells:
             for entry in cell["references"]:
-                family = entry["label"].split(" ")[0]  # "shrinkage laplace a=0.2" -> "shrinkage"
                 point = (cell["budget"]["budget"], entry["auc"], entry["tpr_at_1pct_fpr"])
-                current = families.setdefault(family, [])
+                current = families.setdefault(family(entry["label"]), [])  # "shrinkage laplace a=0.2" -> "shrinkage"
                 if current and current[-1][0] == point[0]:
                     current[-1] = min(current[-1], point, key=lambda item: item[1])  # the best shrinkage of the grid
                 else:
                     current.append(point)
         for row, (metric, index) in enumerate((("AUC (converged linear attack)", 1), ("TPR at 1% FPR", 2))):
             axis = axes[row][column]
-            for family, points in families.items():
-                axis.plot([p[0] for p in points], [p[index] for p in points], marker=".", label=family,
-                          color=FAMILY_COLOURS.get(family, "tab:cyan"), linestyle="--" if family == "time-sharing" else "-",
-                          alpha=0.8)
+            for kind, points in families.items():
+                axis.plot([p[0] for p in points], [p[index] for p in points], marker=".", label=kind,
+                          color=method_colour(kind), alpha=0.85,
+                          linestyle="--" if kind == "time-sharing" else "-")
             envelope = [_envelope(cell) for cell in cells]
             key = "auc" if index == 1 else "tpr_at_1pct_fpr"
-            axis.plot(budgets, [entry[key] for entry in envelope], color="black", linewidth=2.2, label="envelope (best reference)")
-            axis.plot(budgets, [cell["trained"][key] for cell in cells], marker="*", markersize=11, linestyle="none",
-                      color="tab:red", label="BNGP (trained for the budget)")
+            axis.plot(budgets, [entry[key] for entry in envelope], color=role_colour("envelope"), linewidth=2.2,
+                      label="envelope (best reference)")
+            axis.plot(budgets, [cell["trained"][key] for cell in cells], marker="*", markersize=12, linestyle="none",
+                      color=method_colour("bngp-budget"), markeredgecolor="white", markeredgewidth=0.5,
+                      label="BNGP (trained for the budget)", zorder=4)
             axis.set_xlabel("utility budget U = mean |x - f(D)|")
             axis.xaxis.set_major_locator(MaxNLocator(5))  # labels that do not overlap
             axis.set_ylabel(metric)
             axis.set_title(name, fontsize=10)
             axis.grid(alpha=0.3)
-            if row == 0 and column == 0:
-                axis.legend(fontsize=7, loc="best")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside right upper", fontsize=8)
     return save_png(figure, path)
 
 

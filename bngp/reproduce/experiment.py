@@ -50,7 +50,7 @@ from bngp.defenses import Defense, DefenseContext, load_run_defense, parse_defen
 from bngp.defenses.artifact import population_fingerprint
 from bngp.errors import InputError
 from bngp.workers import resolve_workers
-from bngp.evaluate import EvaluationResult, evaluate_defense
+from bngp.evaluate import EvaluationResult, check_evaluation_format, evaluate_defense
 from bngp.game import Game, GameConfig, RunState, train_once
 from bngp.reproduce.datasets import DATASETS, make_population
 from bngp.reproduce.scales import SCALES, Budget, Sizes
@@ -317,7 +317,7 @@ class Experiment:
         record, arrays = self.runs_dir / EVALUATIONS / f"{key}.json", self.runs_dir / EVALUATIONS / f"{key}.npz"
         if not (record.is_file() and arrays.is_file()):
             return None
-        payload = json.loads(record.read_text())
+        payload = check_evaluation_format(json.loads(record.read_text()), record)
         with np.load(arrays, allow_pickle=False) as data:
             labels = data["labels"]
             scores = {name: data[f"scores_{index}"] for index, name in enumerate(payload["attacks"])}

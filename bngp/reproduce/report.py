@@ -274,28 +274,55 @@ def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> s
 
 
 def plot_aucs(experiment: Experiment, path: Path) -> Path:
-    """Bar chart of our AUC +- std (in the paper's direction) next to the paper's, one pair per row."""
+    """Bar chart of our AUC +- std (in the paper's direction) next to the paper's, one pair per row,
+    the rows grouped under their setting (a bold label).  Our bar is filled in the attack's colour
+    (:func:`bngp.colours.attack_colour`, as in every plot), the paper's is hatched in the same
+    colour, and the AUC axis reaches past 1 so that a bar at 1 keeps its end and error bar."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
-    rows = experiment.rows
-    positions = np.arange(len(rows))
-    figure, axis = plt.subplots(figsize=(8.0, 1.2 + 0.55 * len(rows)), dpi=110)
-    axis.barh(positions - 0.2, [row.paper_comparable for row in rows], height=0.38,
-              xerr=[row.auc_std for row in rows], label=f"ours ({experiment.scale})", color="tab:blue")
-    paper = [(i, row.paper) for i, row in enumerate(rows) if row.paper is not None]
-    if paper:
-        axis.barh([i + 0.2 for i, _ in paper], [value[0] for _, value in paper], height=0.38,
-                  xerr=[value[1] for _, value in paper], label="paper", color="tab:orange")
-    axis.axvline(0.5, color="grey", linestyle="--", linewidth=0.8, label="chance (0.5)")
-    axis.set_yticks(positions, [f"{row.setting}\n{row.attack}" for row in rows], fontsize=7)
+    from bngp.colours import attack_colour
+
+    groups: dict[str, list[Row]] = {}
+    for row in experiment.rows:
+        groups.setdefault(row.setting, []).append(row)
+    positions, labels, headers = [], [], []
+    place = 0.0
+    for setting, rows in groups.items():
+        headers.append((place, setting))
+        place += 0.8
+        for row in rows:
+            positions.append((place, row))
+            labels.append((place, row.attack))
+            place += 1.0
+        place += 0.3
+    figure, axis = plt.subplots(figsize=(8.0, 1.4 + 0.5 * place), dpi=110, layout="constrained")
+    for y, row in positions:
+        colour = attack_colour(row.attack)
+        axis.barh(y - 0.2, row.paper_comparable, height=0.38, xerr=row.auc_std, color=colour,
+                  error_kw={"elinewidth": 1.0, "capsize": 2})
+        if row.paper is not None:
+            axis.barh(y + 0.2, row.paper[0], height=0.38, xerr=row.paper[1], color="white", edgecolor=colour,
+                      hatch="////", linewidth=0.8, error_kw={"elinewidth": 1.0, "capsize": 2})
+    axis.axvline(0.5, color="grey", linestyle="--", linewidth=0.8)
+    axis.set_yticks([y for y, _ in labels] + [y for y, _ in headers],
+                    [label for _, label in labels] + [setting for _, setting in headers])
+    for tick in axis.get_yticklabels()[len(labels):]:
+        tick.set_fontweight("bold")
+    axis.tick_params(axis="y", length=0, labelsize=8)
     axis.invert_yaxis()
-    axis.set_xlim(0.0, 1.0)
+    axis.set_xlim(0.0, 1.06)
+    axis.set_xticks(np.linspace(0.0, 1.0, 6))
+    axis.grid(axis="x", alpha=0.25)
     axis.set_xlabel("AUC (mean ± std over releases; the paper's direction)")
     axis.set_title(f"{experiment.spec.name} ({experiment.scale}, seed {experiment.seed})", fontsize=9, loc="left")
-    axis.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=8, frameon=False)
+    handles = [Patch(facecolor="grey", label=f"ours ({experiment.scale}): filled, the attack's colour"),
+               Patch(facecolor="white", edgecolor="grey", hatch="////", label="paper: hatched"),
+               plt.Line2D([], [], color="grey", linestyle="--", linewidth=0.8, label="chance (0.5)")]
+    figure.legend(handles=handles, loc="outside upper center", ncol=3, fontsize=8, frameon=False)
     return save_png(figure, path)
 
 

@@ -361,6 +361,8 @@ def _check_datasets(datasets: tuple[DatasetSpec, ...]) -> None:
         key = f"datasets[{index}]"
         if not isinstance(dataset.name, str) or not dataset.name:
             raise InputError(f"`{key}.name` must be a non-empty string, got {dataset.name!r}.")
+        if Path(dataset.path).is_dir():
+            raise InputError(f"`{key}.path` is a directory, not a population file: {dataset.path}")
         if not Path(dataset.path).is_file():
             raise InputError(f"`{key}.path`: no population file {dataset.path}.")
         _check_int(f"{key}.members", dataset.members, 1)

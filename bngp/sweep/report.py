@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bngp.decision import VERDICTS, frontier_verdict
+
 from .config import SweepConfig
 from .results import CellResult
 
-__all__ = ["SWEEP_FORMAT", "sweep_payload", "sweep_markdown"]
+__all__ = ["SWEEP_FORMAT", "sweep_payload", "sweep_markdown", "cell_verdicts"]
 
 SWEEP_FORMAT = "bngp-sweep-1"
 
@@ -27,7 +29,32 @@ def sweep_payload(config: SweepConfig, results: tuple[CellResult, ...], *, backe
         "seconds": seconds,
         "frontier_plot": plot,
         "results": [result.to_dict() for result in results],
+        "verdicts": cell_verdicts([result.to_dict() for result in results]),
     }
+
+
+def cell_verdicts(records: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Each successful cell's place among the cells of the same dataset and seed (each attacked the same way):
+    :func:`bngp.decision.frontier_verdict` on its utility loss and strongest AUC; None for a failed cell."""
+    verdicts: list[dict[str, Any] | None] = []
+    for record in records:
+        if record["status"] != "ok" or record["utility_loss"] is None:
+            verdicts.append(None)
+            continue
+        others = [(other["spec"], other["utility_loss"], other["strongest_auc"]) for other in records
+                  if other is not record and other["status"] == "ok" and other["dataset"] == record["dataset"]
+                  and other["seed"] == record["seed"] and other["utility_loss"] is not None]
+        verdict, by = frontier_verdict(record["utility_loss"], record["strongest_auc"],
+                                       record["data_independent_utility_loss"], others)
+        verdicts.append({"verdict": verdict, "by": by})
+    return verdicts
+
+
+def _verdict_text(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "-"
+    text = VERDICTS[entry["verdict"]].split(":")[0]
+    return f"{text} (`{entry['by']}`)" if entry["by"] else text
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -66,15 +93,21 @@ def sweep_markdown(payload: dict[str, Any], *, plot: bool = True) -> str:
     if audit is not None:
         lines += ["", _audit_text(audit)]
     extra = ["audited eps lb"] if audit is not None else []
-    header = ["defense", "seed", "utility loss", "strongest attack", "AUC", *attacks, *extra, "seconds", "status"]
-    align = ["---", "---:", "---:", "---", "---:", *["---:"] * len(attacks), *["---:"] * len(extra), "---:", "---"]
+    verdicts = payload.get("verdicts") or cell_verdicts(records)
+    lines += ["", "**verdict**: each cell against the other cells of its dataset and seed at no larger utility loss, "
+                  "by the strongest attack's AUC (lower envelope; differences below the tolerance of "
+                  "`bngp.decision` are not read as differences)."]
+    header = ["defense", "seed", "utility loss", "strongest attack", "AUC", "verdict", *attacks, *extra, "seconds",
+              "status"]
+    align = ["---", "---:", "---:", "---", "---:", "---", *["---:"] * len(attacks), *["---:"] * len(extra), "---:",
+             "---"]
     for dataset in dict.fromkeys(record["dataset"] for record in records):
         lines += ["", f"## {dataset}", "", _row(header), _row(align)]
-        for record in records:
+        for record, verdict in zip(records, verdicts):
             if record["dataset"] == dataset:
                 lines.append(_row([
                     f"`{record['spec']}`", str(record["seed"]), _number(record["utility_loss"], 5),
-                    record["strongest_attack"] or "-", _number(record["strongest_auc"], 4),
+                    record["strongest_attack"] or "-", _number(record["strongest_auc"], 4), _verdict_text(verdict),
                     *(_number(record["auc"].get(name), 4) for name in attacks),
                     *([_number((record.get("audit") or {}).get("epsilon_lb"), 3)] if audit is not None else []),
                     f"{record['seconds']:.1f}", record["status"],

@@ -18,6 +18,7 @@ from bngp.audit import (
     many_run_audit,
     one_run_search,
     panoramia_audit,
+    per_target_audit,
 )
 from bngp.cli import main
 
@@ -50,7 +51,8 @@ def bits_csv(tmp_path):
 
 
 def _run(argv, capsys):
-    code = main(argv)
+    """``bngp ARGV`` (with --force: these tests read several audits into one output)."""
+    code = main([*argv, "--force"])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -82,7 +84,9 @@ def test_score_methods_write_audit_json(scores_csv, tmp_path, capsys, method, ex
     assert payload["epsilon_kind"] in ("lower bound", "lower bound under assumption", "estimate")
     assert out.with_suffix(".png").read_bytes().startswith(PNG_MAGIC)
     markdown = out.with_suffix(".md").read_text()
-    assert f"| {method} | {payload['epsilon_lb']:.4f} | {payload['epsilon_kind']} |" in markdown
+    assert (f"| {method} | {payload['epsilon_lb']:.4f} | {payload['epsilon_ceiling']:.4f} | "
+            f"{payload['epsilon_kind']} |") in markdown
+    assert payload["format"] == "bngp-audit-1" and payload["epsilon_lb"] <= payload["epsilon_ceiling"]
     assert len(payload["tradeoff"]["alpha_upper"]) == payload["tradeoff"]["thresholds_examined"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.json", "audit.md", "audit.png", "scores.csv"]
 
@@ -172,6 +176,7 @@ def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, capsys, file_ke
     files = _bad_files(tmp_path)
     path = files.get(file_key, tmp_path / "does-not-exist.csv")
     out = tmp_path / "out" / "audit.json"
+    out.parent.mkdir()
     argv = ["audit", str(path), "--method", "clopper-pearson", "--out", str(out)]
     if "--method" in extra:
         position = extra.index("--method")
@@ -185,8 +190,9 @@ def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, capsys, file_ke
 
 
 def test_audit_reads_the_scores_file_of_evaluate(tmp_path, capsys):
-    """`bngp evaluate --scores-out` writes labels and NAME_scores (releases x individuals); the
-    audit of one attack's scores equals the library's audit of the flattened arrays."""
+    """`bngp evaluate --scores-out` writes labels and NAME_scores (releases x targets); the audit
+    of one attack's scores is the library's per-target audit of the 2-D arrays, never of the
+    flattened ones (which are not independent runs)."""
     rng = np.random.default_rng(4)
     labels = (rng.random((6, 50)) < 0.5).astype(np.int8)
     scores = rng.normal(size=labels.shape) + 1.5 * labels
@@ -195,9 +201,11 @@ def test_audit_reads_the_scores_file_of_evaluate(tmp_path, capsys):
     out = tmp_path / "audit.json"
     code, _, err = _run(["audit", str(path), "--method", "clopper-pearson", "--attack", "linear", "--out", str(out)], capsys)
     assert code == 0, err
-    expected = many_run_audit(scores.ravel(), labels.ravel().astype(np.float64), confidence=0.95)
+    expected = per_target_audit(scores, labels, confidence=0.95)
     payload = json.loads(out.read_text())
     assert payload["epsilon_lb"] == pytest.approx(expected.epsilon_lb) and payload["attack"] == "linear"
+    assert payload["result"]["best_target"] == expected.best_target and payload["rows"] == 300
+    assert payload["runs"].startswith("6 releases x 50 targets of `bngp evaluate`, not independent runs")
     code, _, err = _run(["audit", str(path), "--method", "clopper-pearson", "--out", str(out)], capsys)
     assert code == 2 and "--attack" in err and len(err.strip().splitlines()) == 1
     renamed = tmp_path / "scores.csv"  # an .npz under a CSV name is still recognised
@@ -232,6 +240,7 @@ def test_method_all_reports_every_score_method(scores_csv, tmp_path, capsys):
     """`--method all` runs the four score methods at confidence 1 - beta/4 and one delta; the
     top-level epsilon_lb is the largest bound of kind 'lower bound'; JSON, MD and PNG exist."""
     out = tmp_path / "all" / "audit.json"
+    out.parent.mkdir()
     argv = ["audit", str(scores_csv), "--method", "all", "--claim", "gaussian:mu=0.5", "--out", str(out)]
     code, stdout, err = _run(argv, capsys)
     assert code == 0, err
@@ -302,6 +311,7 @@ def test_true_claim_is_not_refuted_and_bits_claim_uses_the_error_rate(scores_csv
 )
 def test_bad_claims_and_all_options_exit_2_before_work(scores_csv, tmp_path, capsys, extra, needle):
     out = tmp_path / "out" / "audit.json"
+    out.parent.mkdir()
     argv = ["audit", str(scores_csv), "--method", "clopper-pearson", "--out", str(out)]
     if "--method" in extra:
         position = extra.index("--method")
@@ -310,7 +320,7 @@ def test_bad_claims_and_all_options_exit_2_before_work(scores_csv, tmp_path, cap
     code, stdout, err = _run(argv + extra, capsys)
     assert code == 2 and stdout == ""
     assert err.startswith("bngp audit: error: ") and err.count("\n") == 1 and needle in err, err
-    assert not out.parent.exists()
+    assert not any(out.parent.iterdir())
 
 
 def test_out_may_not_be_the_report_itself(scores_csv, tmp_path, capsys):
@@ -318,3 +328,137 @@ def test_out_may_not_be_the_report_itself(scores_csv, tmp_path, capsys):
         code, _, err = _run(["audit", str(scores_csv), "--method", "gdp", "--out", str(tmp_path / name)], capsys)
         assert code == 2 and err.count("\n") == 1 and ".md or .png" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.csv"]
+
+
+def _evaluate_scores(tmp_path):
+    rng = np.random.default_rng(4)
+    labels = (rng.random((6, 50)) < 0.5).astype(np.int8)
+    path = tmp_path / "scores.npz"
+    np.savez_compressed(path, labels=labels, linear_scores=rng.normal(size=labels.shape) + 1.5 * labels)
+    return path
+
+
+@pytest.mark.parametrize("extra", [["--method", "one-run"], ["--method", "fdp-one-run"], ["--method", "all"],
+                                   ["--method", "panoramia", "--real-nonmembers"], ["--method", "bits"]])
+def test_evaluate_scores_are_refused_for_methods_that_need_independent_coins(tmp_path, capsys, extra):
+    """evaluate's releases x targets are not independent runs: the one-run methods (and all,
+    PANORAMIA, bits) are refused in one line that says why and names what is valid."""
+    path = _evaluate_scores(tmp_path)
+    out = tmp_path / "out.json"
+    code, stdout, err = _run(["audit", str(path), *extra, "--out", str(out)], capsys)
+    assert code == 2 and stdout == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert "not independent runs" in err and f"--method {extra[1]} does not apply" in err
+    assert "--method clopper-pearson or gdp" in err and "bngp audit-mechanism" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.npz"]
+
+
+def test_evaluate_scores_are_audited_per_target_with_their_ceiling(tmp_path, capsys):
+    path = _evaluate_scores(tmp_path)
+    out = tmp_path / "audit.json"
+    code, stdout, err = _run(["audit", str(path), "--method", "gdp", "--out", str(out)], capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    labels = np.load(path)["labels"]
+    ceiling = per_target_audit(labels.astype(float), labels, method="gdp", delta=1e-5).epsilon_lb
+    assert payload["epsilon_ceiling"] == pytest.approx(ceiling) == 0.0  # 6 releases certify nothing
+    assert payload["ceiling_state"] == "design too small"
+    best = payload["result"]["best_target"]
+    assert payload["tradeoff"]["n_members"] == int(labels[:, best].sum())  # the best target's 6 runs
+    assert payload["tradeoff"]["confidence"] == pytest.approx(payload["result"]["target_confidence"])
+    markdown = out.with_suffix(".md").read_text()
+    assert "Runs: 6 releases x 50 targets of `bngp evaluate`, not independent runs" in markdown
+    audited = payload["result"]["targets_audited"]  # those in some release and out of another
+    assert 40 < audited <= 50 and f"with 6 releases of {audited} targets, one score per release and target" in markdown
+    assert "The design is too small" in markdown and "`bngp evaluate --releases`" in markdown
+
+
+@pytest.mark.parametrize("method", ["clopper-pearson", "gdp", "one-run", "fdp-one-run", "panoramia", "bits"])
+def test_every_method_states_its_ceiling_the_bound_on_a_perfect_attack(scores_csv, bits_csv, tmp_path, capsys,
+                                                                      method):
+    source = bits_csv if method == "bits" else scores_csv
+    out = tmp_path / "audit.json"
+    code, stdout, err = _run(["audit", str(source), "--method", method, "--out", str(out)], capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    if method == "bits":
+        data = np.genfromtxt(bits_csv, delimiter=",", names=True)
+        expected = bits_audit(data["bit"], data["bit"]).epsilon_lb
+    else:
+        data = np.genfromtxt(scores_csv, delimiter=",", names=True)
+        perfect, members = data["member"].copy(), data["member"]
+        expected = {
+            "clopper-pearson": lambda: many_run_audit(perfect, members).epsilon_lb,
+            "gdp": lambda: gdp_audit(perfect, members).epsilon_lb,
+            "one-run": lambda: one_run_search(perfect, members).epsilon_lb,
+            "fdp-one-run": lambda: fdp_one_run_search(perfect, members, delta=1e-5).epsilon_lb,
+            "panoramia": lambda: panoramia_audit(perfect, members, data["baseline_score"]).epsilon_lb,
+        }[method]()
+    assert payload["epsilon_ceiling"] == pytest.approx(expected, rel=1e-12)
+    assert payload["epsilon_lb"] <= payload["epsilon_ceiling"]
+    assert payload["ceiling_state"] in ("at the ceiling", "design too small", "below the ceiling")
+    sentence = f"eps_lb = {payload['epsilon_lb']:.2f}; this design cannot certify more than {expected:.2f} with "
+    assert payload["reading"].startswith(sentence) and f"Design ceiling: {sentence}" in out.with_suffix(".md").read_text()
+    assert f"design ceiling {expected:.4f}" in stdout
+
+
+def test_a_perfect_attack_is_at_the_ceiling_and_a_small_design_is_named(tmp_path, capsys):
+    members = np.random.default_rng(2).integers(0, 2, 150)
+    perfect = _write(tmp_path / "perfect.csv", "score,member", zip(members, members))
+    out = tmp_path / "perfect.json"
+    code, _, err = _run(["audit", str(perfect), "--method", "one-run", "--out", str(out)], capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    assert payload["epsilon_lb"] == payload["epsilon_ceiling"] and payload["ceiling_state"] == "at the ceiling"
+    markdown = out.with_suffix(".md").read_text()
+    assert "the attack was perfect (or nearly), so the true eps may be much larger" in markdown
+    assert "a larger design is needed" in markdown and "150 canaries" in markdown
+    noise = np.random.default_rng(3).normal(size=12)  # an attack that finds nothing, on a small design
+    small = _write(tmp_path / "small.csv", "score,member", zip(noise, members[:12]))
+    out = tmp_path / "small.json"
+    assert _run(["audit", str(small), "--method", "one-run", "--out", str(out)], capsys)[0] == 0
+    payload = json.loads(out.read_text())
+    assert payload["epsilon_ceiling"] < 1 and payload["ceiling_state"] == "design too small"
+    assert "The design is too small: even a perfect attack certifies at most" in out.with_suffix(".md").read_text()
+
+
+def test_the_claimed_eps_stands_beside_the_bound_with_a_verdict(scores_csv, tmp_path, capsys):
+    out = tmp_path / "audit.json"
+    argv = ["audit", str(scores_csv), "--method", "clopper-pearson", "--out", str(out)]
+    code, stdout, err = _run([*argv, "--claim", "eps-delta:epsilon=0.5"], capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    keys = list(payload)
+    assert keys.index("claimed_epsilon") > keys.index("epsilon_lb") and payload["claimed_epsilon"] == 0.5
+    assert payload["claim_refuted"] is True and payload["claim_verdict"].startswith("the claim is refuted: eps_lb = ")
+    markdown = out.with_suffix(".md").read_text()
+    assert f"Claimed eps: **{payload['claim_verdict']}**." in markdown and "| claimed eps |" in markdown
+    assert "| refuted |" in markdown and f"claimed eps: {payload['claim_verdict']}" in stdout
+    code, stdout, err = _run([*argv, "--claim", "eps-delta:epsilon=9"], capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    assert payload["claim_refuted"] is False and payload["claim_verdict"].startswith("consistent with the claim")
+    # a mu-GDP claim says nothing at delta = 0, clopper-pearson's default
+    code, _, err = _run([*argv, "--claim", "gaussian:mu=1"], capsys)
+    assert code == 0, err
+    payload = json.loads(out.read_text())
+    assert payload["claimed_epsilon"] is None and payload["claim_refuted"] is None
+    assert payload["claim_verdict"].startswith("not comparable with the claim: gaussian:mu=1 states no finite eps")
+    code, _, err = _run([*argv, "--delta", "1e-5", "--claim", "gaussian:mu=1"], capsys)
+    payload = json.loads(out.read_text())
+    assert code == 0 and payload["claimed_epsilon"] == pytest.approx(4.3772, abs=1e-4)
+    # an estimate is no test of a claim
+    argv[3] = "gdp"
+    assert _run([*argv, "--claim", "eps-delta:epsilon=0.5,delta=1e-5"], capsys)[0] == 0
+    assert json.loads(out.read_text())["claim_verdict"].startswith("not a test of the claim")
+
+
+def test_method_all_rows_carry_their_ceilings_and_verdicts(scores_csv, tmp_path, capsys):
+    out = tmp_path / "audit.json"
+    argv = ["audit", str(scores_csv), "--method", "all", "--claim", "eps-delta:epsilon=1,delta=1e-5", "--out", str(out)]
+    assert _run(argv, capsys)[0] == 0
+    payload = json.loads(out.read_text())
+    lower = [entry for entry in payload["methods"].values() if entry["epsilon_kind"] == "lower bound"]
+    assert payload["epsilon_ceiling"] == max(entry["epsilon_ceiling"] for entry in lower)
+    for entry in payload["methods"].values():
+        assert entry["epsilon_lb"] <= entry["epsilon_ceiling"] and entry["claim_verdict"]
+        assert entry["claim_refuted"] is (True if entry["epsilon_kind"] == "lower bound" else None)

@@ -193,7 +193,8 @@ def test_gdp_record_labels_the_assumption(tmp_path, capsys):
     payload = json.loads(out.read_text())
     assert payload["epsilon_kind"] == "lower bound under assumption"
     assert payload["result"]["mu_lb"] == pytest.approx(res.mu_lb) and payload["result"]["strategy"] == "auto"
-    assert main(["audit", str(path), "--method", "clopper-pearson", "--strategy", "bonferroni", "--out", str(out)]) == 0
+    assert main(["audit", str(path), "--method", "clopper-pearson", "--strategy", "bonferroni", "--force",
+                 "--out", str(out)]) == 0
     assert json.loads(out.read_text())["epsilon_kind"] == "lower bound"
     capsys.readouterr()
 

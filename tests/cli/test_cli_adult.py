@@ -40,7 +40,7 @@ def test_data_adult_writes_a_population(adult_file, tmp_path, capsys):
 
 def test_evaluate_on_adult(adult_file, tmp_path, capsys):
     out = tmp_path / "eval.json"
-    code, _, err = run_cli(capsys, "evaluate", "--population", adult_file, "--members", 30, "--defense",
+    code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", adult_file, "--members", 30, "--defense",
                            "laplace:epsilon=5", "--attacks", "lrt,score", "--releases", 5, "--quiet", "--out", out)
     assert code == 0, err
     report = json.loads(out.read_text())
@@ -50,7 +50,7 @@ def test_evaluate_on_adult(adult_file, tmp_path, capsys):
 
 def test_train_and_audit_mechanism_on_adult(adult_file, tmp_path, capsys):
     run_dir = tmp_path / "run"
-    code, _, err = run_cli(capsys, "train", "--population", adult_file, "--members", 30, "--kappa", 1.5, "--steps", 3,
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--population", adult_file, "--members", 30, "--kappa", 1.5, "--steps", 3,
                            "--fresh-check-steps", 2, "--seed", 0, "--quiet", "--out", run_dir)
     assert code == 0, err
     assert (run_dir / "defender.pt").is_file() and (run_dir / "summary.json").is_file()

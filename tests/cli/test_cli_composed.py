@@ -133,7 +133,7 @@ def test_evaluate_on_a_composed_run_and_its_matched_defense(composed_run, small_
     view, the stacked attacker on their scores."""
     for index, spec in enumerate((f"run:{composed_run}", f"matched-laplace:run={composed_run}")):
         out = tmp_path / f"EVAL{index}.json"
-        code, _, err = _run(capsys, "evaluate", "--population", small_population_file, "--members", MEMBERS,
+        code, _, err = _run(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", MEMBERS,
                             "--defense", spec, "--attacks", "score,linear,stacked", "--releases", 12, "--seed", 1,
                             "--quiet", "--out", out)
         assert code == 0, err

@@ -1,10 +1,13 @@
 """End-to-end CLI runs and the bad-input contract: one line on stderr, exit 2, no output left."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+import bngp
 from bngp.cli import main
 
 
@@ -58,7 +61,7 @@ def test_train_evaluate_release_end_to_end(tiny_run, small_population_file, smal
         assert (tiny_run / name).is_file()
     out = tmp_path / "eval.json"
     scores = tmp_path / "scores.npz"
-    code, stdout, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+    code, stdout, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                                 "--defense", f"run:{tiny_run}", "--attacks", "bayesian", "--releases", 3,
                                 "--seed", 1, "--out", out, "--scores-out", scores)
     assert code == 0, err
@@ -104,8 +107,12 @@ def test_train_evaluate_release_end_to_end(tiny_run, small_population_file, smal
     assert code == 0, err
     with np.load(again) as data:
         np.testing.assert_array_equal(data["release"], x)  # --seed replays the release
-    code, _, _ = run_cli(capsys, "release", "--population", small_population_file, "--defense", "none",
-                         "--members-file", ids, "--seed", 2, "--out", release)
+    code, _, err = run_cli(capsys, "release", "--population", small_population_file, "--defense", "none",
+                           "--members-file", ids, "--seed", 2, "--out", release)
+    assert code == 2 and "already exists: use --force" in err  # an existing release is never overwritten unasked
+    code, _, err = run_cli(capsys, "release", "--population", small_population_file, "--defense", "none",
+                           "--members-file", ids, "--seed", 2, "--out", release, "--force")
+    assert code == 0, err
     with np.load(release) as data:
         assert np.allclose(data["release"], small_population.genotypes[:20].mean(0), atol=1e-6)
 
@@ -115,7 +122,7 @@ def test_evaluate_reports_the_baseline_and_the_learning_curves(small_population_
     here from the evaluation's memberships: mean |f(theta) - f(D)|, f(theta) the population mean
     under the uniform prior) and the learning curve of the converged linear attack."""
     out, scores = tmp_path / "eval.json", tmp_path / "scores.npz"
-    code, stdout, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+    code, stdout, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                                 "--defense", "laplace:scale=0.05", "--attacks", "linear", "--releases", 4,
                                 "--seed", 2, "--out", out, "--scores-out", scores)
     assert code == 0, err
@@ -139,7 +146,7 @@ def test_evaluate_reports_the_baseline_and_the_learning_curves(small_population_
 def test_evaluate_is_deterministic(small_population_file, tmp_path, capsys):
     outputs = []
     for name in ("a.json", "b.json"):
-        code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+        code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                                "--defense", "none", "--attacks", "bayesian", "--releases", 3, "--seed", 5,
                                "--out", tmp_path / name)
         assert code == 0, err
@@ -157,7 +164,7 @@ def test_evaluate_with_a_helper_process_reports_the_same_attacks(small_populatio
     payloads = {}
     for workers in ("1", "2", "auto"):
         out = tmp_path / f"w{workers}.json"
-        code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+        code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                                "--defense", "laplace:epsilon=50", "--attacks", "lrt,linear,reconstruction-l1,stacked",
                                "--releases", 3, "--seed", 5, "--workers", workers, "--out", out)
         assert code == 0, err
@@ -226,7 +233,7 @@ def test_train_bad_input(population, extra, fragment, tmp_path, capsys, small_po
     path = paths.get(population) or request.getfixturevalue(f"{population}_population")
     base = {"--population": path, "--members": "20", "--steps": "2", "--out": tmp_path / "run"}
     base.update(dict(zip(extra[::2], extra[1::2])))
-    argv = ["train", "--quiet"] + [item for pair in base.items() for item in pair]
+    argv = ["train", "--no-decision", "--quiet"] + [item for pair in base.items() for item in pair]
     code, _, err = run_cli(capsys, *argv)
     assert_one_line_error(code, err, fragment)
     assert not (tmp_path / "run" / "defender.pt").exists()
@@ -235,11 +242,11 @@ def test_train_bad_input(population, extra, fragment, tmp_path, capsys, small_po
 def test_kappa_file_errors(small_population_file, tmp_path, capsys):
     weights = tmp_path / "w.npy"
     np.save(weights, np.ones(5))
-    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--kappa-file", weights, "--quiet", "--out", tmp_path / "run")
     assert_one_line_error(code, err, "120")
     np.save(weights, -np.ones(120))
-    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--kappa-file", weights, "--quiet", "--out", tmp_path / "run")
     assert_one_line_error(code, err, "kappa")
 
@@ -256,7 +263,7 @@ def test_kappa_file_errors(small_population_file, tmp_path, capsys):
 )
 def test_evaluate_bad_input(defense, attacks, fragment, small_population_file, tmp_path, capsys):
     out = tmp_path / "eval.json"
-    code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--defense", defense, "--attacks", attacks, "--out", out)
     assert_one_line_error(code, err, fragment)
     assert not out.exists()
@@ -269,7 +276,7 @@ def test_evaluate_bad_input(defense, attacks, fragment, small_population_file, t
 ])
 def test_evaluate_bad_attacker_settings(flags, fragment, small_population_file, tmp_path, capsys):
     out = tmp_path / "eval.json"
-    code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--defense", "none", "--attacks", "bayesian", "--out", out, *flags)
     assert_one_line_error(code, err, fragment)
     assert not out.exists()
@@ -282,7 +289,7 @@ def test_evaluate_attacker_settings_reach_the_bayesian_attacker(small_population
     curves = {}
     for patience in ("none", "1"):
         out = tmp_path / f"eval-{patience}.json"
-        code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+        code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                                "--defense", "laplace:scale=0.05", "--attacks", "bayesian", "--releases", 3,
                                "--attacker-steps", 300, "--attacker-patience", patience, "--out", out)
         assert code == 0, err
@@ -314,7 +321,7 @@ def test_defender_of_other_population_is_refused(tiny_run, tmp_path, capsys):
     other = tmp_path / "other.npz"
     run_cli(capsys, "simulate", "--individuals", 40, "--reference", 40, "--snvs", 120, "--model", "independent",
             "--seed", 99, "--out", other)
-    code, _, err = run_cli(capsys, "evaluate", "--population", other, "--members", 20, "--defense", f"run:{tiny_run}",
+    code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", other, "--members", 20, "--defense", f"run:{tiny_run}",
                            "--attacks", "bayesian", "--out", tmp_path / "e.json")
     assert_one_line_error(code, err, "different population")
 
@@ -327,7 +334,7 @@ def test_train_over_a_composition_then_evaluate_and_release(small_population_fil
 
     run_dir = tmp_path / "composed"
     spec = "gaussian:epsilon=2,delta=1e-5"
-    code, stdout, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+    code, stdout, err = run_cli(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20,
                                 "--compose", spec, "--compose", "gaussian:scale=0.05,delta=1e-5", "--dp-epsilon", 1,
                                 "--steps", 4, "--fresh-check-steps", 3, "--quiet", "--out", run_dir)
     assert code == 0, err
@@ -338,7 +345,7 @@ def test_train_over_a_composition_then_evaluate_and_release(small_population_fil
     assert json.loads(stdout)["implied_epsilon"] == pytest.approx(np.log1p(np.expm1(1.0) / 0.5))
     # the refits pool the copies by default (GameConfig.pool_copies), recorded in config.json
     assert json.loads((run_dir / "config.json").read_text())["config"]["pool_copies"] is True
-    code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--defense", f"run:{run_dir}", "--attacks", "bayesian", "--releases", 2, "--seed", 1,
                            "--out", tmp_path / "eval.json")
     assert code == 0, err
@@ -357,16 +364,16 @@ def test_train_over_a_composition_then_evaluate_and_release(small_population_fil
 def test_train_whole_release_attacker_keeps_the_earlier_record(small_population_file, tmp_path, capsys):
     # --whole-release-attacker: the refits of runs made before pooling, whose config.json has no such key
     run_dir = tmp_path / "whole"
-    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--compose", "gaussian:scale=0.05,delta=1e-5", "--whole-release-attacker", "--steps", 2,
                            "--refit-every", 1, "--fresh-check-steps", 0, "--quiet", "--out", run_dir)
     assert code == 0, err
     assert "pool_copies" not in json.loads((run_dir / "config.json").read_text())["config"]
-    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--whole-release-attacker", "--steps", 2, "--quiet", "--out", tmp_path / "single")
     assert_one_line_error(code, err, "--compose")
     assert not (tmp_path / "single").exists()
-    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20, "--against", "score",
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20, "--against", "score",
                            "--compose", "gaussian:scale=0.05,delta=1e-5", "--steps", 2, "--quiet", "--out", tmp_path / "both")
     assert_one_line_error(code, err, "cannot be combined with `--compose`")
     assert not (tmp_path / "both").exists()
@@ -376,7 +383,7 @@ def test_train_whole_release_attacker_keeps_the_earlier_record(small_population_
                                             ("gaussian:epsilon=-1,delta=1e-5", "epsilon"),
                                             ("gaussian:epsilon=1,delta=2", "delta")])
 def test_train_rejects_bad_composition_specs(small_population_file, tmp_path, capsys, spec, fragment):
-    code, _, err = run_cli(capsys, "train", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--compose", spec, "--steps", 2, "--quiet", "--out", tmp_path / "run")
     assert_one_line_error(code, err, fragment)
     assert not (tmp_path / "run").exists()
@@ -388,7 +395,7 @@ def test_threads_option_sets_torch_and_blas_pools(small_population_file, tmp_pat
 
     before = torch.get_num_threads()
     try:
-        code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+        code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                                "--defense", "none", "--attacks", "score", "--releases", 2, "--threads", 1,
                                "--out", tmp_path / "e.json")
         assert code == 0, err
@@ -396,7 +403,7 @@ def test_threads_option_sets_torch_and_blas_pools(small_population_file, tmp_pat
         assert all(pool["num_threads"] == 1 for pool in threadpool_info())
     finally:
         torch.set_num_threads(before)
-    code, _, err = run_cli(capsys, "evaluate", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--defense", "none", "--attacks", "score", "--threads", 0, "--out", tmp_path / "f.json")
     assert_one_line_error(code, err, "--threads")
     assert not (tmp_path / "f.json").exists()
@@ -408,7 +415,7 @@ def test_train_fresh_check_patience_reaches_the_check(patience, recorded, small_
     """--fresh-check-patience sets the fresh attacker's early stopping: recorded in the run's config
     (left out at none, as in runs made before the setting existed) and in the check."""
     out = tmp_path / "run"
-    code, _, err = run_cli(capsys, "train", "--quiet", "--population", small_population_file, "--members", 20,
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--quiet", "--population", small_population_file, "--members", 20,
                            "--steps", 2, "--fresh-check-steps", 3, "--fresh-check-patience", patience, "--out", out)
     assert code == 0, err
     config = json.loads((out / "config.json").read_text())["config"]
@@ -422,7 +429,7 @@ def test_train_selection_patience_stops_the_run_and_says_where(patience, small_p
     """--selection-patience 1 stops training once the kept state has not been bettered by the next
     scoring; the printed report and summary.json say where; none trains every step."""
     out = tmp_path / "run"
-    code, printed, err = run_cli(capsys, "train", "--quiet", "--population", small_population_file, "--members", 20,
+    code, printed, err = run_cli(capsys, "train", "--no-decision", "--quiet", "--population", small_population_file, "--members", 20,
                                  "--kappa", "1.5", "--steps", 40, "--refit-every", 4, "--fresh-check-steps", 0,
                                  "--selection-patience", patience, "--out", out)
     assert code == 0, err
@@ -434,3 +441,9 @@ def test_train_selection_patience_stops_the_run_and_says_where(patience, small_p
         stop = summary["early_stop"]
         assert stop["patience"] == 1 and stop["step"] == summary["steps"] == report["stopped_early_at"] < 40
         assert stop["step"] - stop["kept_step"] <= 4 and [row["step"] for row in summary["selections"]][-1] == stop["step"]
+
+
+def test_version_prints_the_package_version_and_exits_0():
+    result = subprocess.run([sys.executable, "-m", "bngp.cli", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout == f"bngp {bngp.__version__}\n"

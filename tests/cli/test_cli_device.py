@@ -35,7 +35,7 @@ def test_help_lists_the_device_and_its_default(command, capsys):
 
 def test_an_unknown_device_is_refused_by_the_parser(small_population_file, tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
-        main(["train", "--population", str(small_population_file), "--members", "20", "--device", "gpu",
+        main(["train", "--no-decision", "--population", str(small_population_file), "--members", "20", "--device", "gpu",
               "--out", str(tmp_path / "run")])
     assert stopped.value.code == 2 and "invalid choice: 'gpu'" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
@@ -62,7 +62,7 @@ def test_no_flag_is_auto_and_cpu_gives_its_numbers_without_cuda(small_population
     auto = "cuda:0" if torch.cuda.is_available() else "cpu"
     summaries, reports = {}, {}
     for name, extra in flags.items():
-        code, out, err = _run(capsys, "train", "--population", small_population_file, "--members", 20, "--steps", 2,
+        code, out, err = _run(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20, "--steps", 2,
                               "--fresh-check-steps", 2, "--seed", 4, "--quiet", *extra, "--out", tmp_path / name)
         assert code == 0, err
         reports[name] = {k: v for k, v in json.loads(out).items() if k != "run"}
@@ -78,7 +78,7 @@ def test_no_flag_is_auto_and_cpu_gives_its_numbers_without_cuda(small_population
 
 
 def test_evaluate_and_audit_record_the_device(small_population_file, tmp_path, capsys):
-    code, _, err = _run(capsys, "evaluate", "--population", small_population_file, "--members", 20, "--defense", "none",
+    code, _, err = _run(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20, "--defense", "none",
                         "--attacks", "score", "--releases", 2, "--device", "cpu", "--quiet", "--out", tmp_path / "e.json")
     assert code == 0, err
     assert json.loads((tmp_path / "e.json").read_text())["device"] == "cpu"

@@ -70,7 +70,7 @@ def test_data_digits_writes_a_population(digits_file, tmp_path, capsys):
 
 def test_evaluate_on_digits(digits_file, tmp_path, capsys):
     out = tmp_path / "eval.json"
-    code, _, err = run_cli(capsys, "evaluate", "--population", digits_file, "--members", 100, "--defense",
+    code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", digits_file, "--members", 100, "--defense",
                            "laplace:epsilon=50", "--attacks", "tree,svm,lrt", "--releases", 4, "--quiet", "--out", out)
     assert code == 0, err
     report = json.loads(out.read_text())
@@ -80,7 +80,7 @@ def test_evaluate_on_digits(digits_file, tmp_path, capsys):
 
 def test_train_on_digits(digits_file, tmp_path, capsys):
     run_dir = tmp_path / "run"
-    code, _, err = run_cli(capsys, "train", "--population", digits_file, "--members", 100, "--kappa", 1.5,
+    code, _, err = run_cli(capsys, "train", "--no-decision", "--population", digits_file, "--members", 100, "--kappa", 1.5,
                            "--steps", 3, "--fresh-check-steps", 2, "--seed", 0, "--quiet", "--out", run_dir)
     assert code == 0, err
     assert (run_dir / "defender.pt").is_file() and (run_dir / "summary.json").is_file()
@@ -94,7 +94,7 @@ def test_audit_mechanism_on_digits(digits_file, tmp_path, capsys):
         out = tmp_path / "audit.json"
         code, _, err = run_cli(capsys, "audit-mechanism", "--population", digits_file, "--members", 100, "--defense",
                                defense, "--mode", "one-run", "--canaries", 100, "--attack", "reconstruction", "--seed", 0,
-                               "--quiet", "--out", out)
+                               "--quiet", "--force", "--out", out)
         assert code == 0, err
         report = json.loads(out.read_text())
         assert report["is_lower_bound"]

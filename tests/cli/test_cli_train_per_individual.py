@@ -11,7 +11,7 @@ from bngp.run_dir import verify_run
 
 
 def _train(population: Path, out: Path, steps: int, *extra: str, attacker: str = "per-individual") -> list[str]:
-    return ["train", "--population", str(population), "--members", "20", "--kappa", "1.5", "--steps", str(steps),
+    return ["train", "--no-decision", "--population", str(population), "--members", "20", "--kappa", "1.5", "--steps", str(steps),
             "--attacker-steps", "1", "--batch-size", "8", "--fresh-check-steps", "5", "--attacker", attacker,
             "--quiet", "--threads", "1", "--out", str(out), *extra]
 
@@ -63,7 +63,7 @@ def test_evaluate_with_the_per_individual_attack(small_population_file, tmp_path
     """`bngp evaluate --attacks per-individual` fits it with its defaults (to convergence: early
     stopping) and reports it with its learning curve, next to the linear attack's."""
     out = tmp_path / "eval.json"
-    code = main(["evaluate", "--population", str(small_population_file), "--members", "20", "--defense",
+    code = main(["evaluate", "--no-decision", "--population", str(small_population_file), "--members", "20", "--defense",
                  "laplace:scale=0.05", "--attacks", "per-individual,linear", "--releases", "4", "--seed", "2",
                  "--threads", "1", "--out", str(out)])
     assert code == 0, capsys.readouterr().err

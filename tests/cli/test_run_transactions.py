@@ -19,7 +19,7 @@ from bngp.cli import main
 from bngp.errors import DataFormatError, MissingFileError
 from bngp.run_dir import MANIFEST_FILE, drop_from_run, staging_dir, verify_run
 
-TRAIN = ["train", "--members", "20", "--kappa", "1.5", "--steps", "30", "--attacker-steps", "1", "--batch-size", "8",
+TRAIN = ["train", "--no-decision", "--members", "20", "--kappa", "1.5", "--steps", "30", "--attacker-steps", "1", "--batch-size", "8",
          "--fresh-check-steps", "5", "--quiet"]
 
 
@@ -36,8 +36,8 @@ def _run(command: list[str]) -> subprocess.CompletedProcess:
 def _reader_outcome(run: Path, population: Path, capsys) -> str:
     """'complete' when evaluate accepts run:RUN, 'refused' when it gives a one-line error, exit 2."""
     out = run.parent / "eval.json"
-    code = main(["evaluate", "--population", str(population), "--members", "20", "--defense", f"run:{run}",
-                 "--attacks", "reconstruction", "--releases", "2", "--out", str(out)])
+    code = main(["evaluate", "--no-decision", "--population", str(population), "--members", "20", "--defense", f"run:{run}",
+                 "--attacks", "reconstruction", "--releases", "2", "--force", "--out", str(out)])
     err = capsys.readouterr().err
     if code == 0:
         return "complete"
@@ -140,7 +140,7 @@ def test_sigkill_of_evaluate_and_audit_mechanism_never_leaves_a_partial_report(s
     (A kill inside a write can leave that write's hidden temporary file, never a partial report.)"""
     out = tmp_path / "report.json"
     if command == "evaluate":
-        argv = ["evaluate", "--population", str(small_population_file), "--members", "20", "--defense",
+        argv = ["evaluate", "--no-decision", "--population", str(small_population_file), "--members", "20", "--defense",
                 "laplace:scale=0.05", "--attacks", "score,reconstruction", "--releases", "3", "--quiet",
                 "--scores-out", str(tmp_path / "scores.npz"), "--out", str(out)]
     else:

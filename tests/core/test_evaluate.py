@@ -1,13 +1,14 @@
 import dataclasses
 import os
+import re
 
 import numpy as np
 import pytest
 
 from bngp.attacks.base import Attack, AttackKnowledge
 from bngp.data.priors import UniformSubsetPrior
-from bngp.errors import InputError
-from bngp.evaluate import EvaluationResult, evaluate_defense
+from bngp.errors import DataFormatError, InputError
+from bngp.evaluate import EVALUATION_FORMAT, EvaluationResult, check_evaluation_format, evaluate_defense
 from bngp.defenses.base import NoDefense
 from bngp.defenses.dp import LaplaceDefense
 
@@ -96,8 +97,8 @@ def test_result_is_a_frozen_record_built_complete(small_population):
         result = evaluate_defense(small_population, prior, NoDefense(), {"bayesian": _Constant(), "score": _Oracle()},
                                   releases=3, seed=0, n_members=20, kappa=np.full(small_population.n_attributes, 2.0))
     payload = result.to_dict()
-    assert list(payload) == ["defense", "utility_loss", "utility", "releases", "seed", "device", "workers", "attacks",
-                             "strongest_attack", "notes", "attack_gap"]
+    assert list(payload) == ["format", "defense", "utility_loss", "utility", "releases", "seed", "device", "workers",
+                             "attacks", "strongest_attack", "notes", "attack_gap"]
     assert payload["device"] == "cpu" and payload["workers"] == 1
     gap = result.attacks["score"]["auc"] - 0.5
     assert payload["attack_gap"] == {"best_analytic": "score", "gap": pytest.approx(gap)}
@@ -109,6 +110,22 @@ def test_result_is_a_frozen_record_built_complete(small_population):
     payload["defense"]["spec"] = "edited"
     payload["attacks"]["score"]["auc"] = -1.0
     assert "spec" not in result.defense and result.to_dict()["attacks"]["score"]["auc"] == pytest.approx(gap + 0.5)
+
+
+def test_the_record_names_its_format_and_readers_refuse_a_newer_one():
+    payload = EvaluationResult({}, 0.0, np.zeros((2, 3), dtype=np.int8), {"a": np.zeros((2, 3))}, {"a": {"auc": 0.5}},
+                               seed=0, releases=2).to_dict()
+    assert payload["format"] == EVALUATION_FORMAT == "bngp-evaluation-1"
+    assert check_evaluation_format(payload, "EVAL.json") is payload
+    older = {key: value for key, value in payload.items() if key != "format"}  # written before formats were named
+    assert check_evaluation_format(older, "EVAL.json") is older
+    for written, fragment in (("bngp-evaluation-2", "newer than this bngp reads (bngp-evaluation-1)"),
+                              ("bngp-sweep-1", "not a bngp evaluation record")):
+        with pytest.raises(DataFormatError, match=re.escape(fragment)) as raised:
+            check_evaluation_format({**payload, "format": written}, "EVAL.json")
+        assert str(raised.value).startswith("EVAL.json ") and "\n" not in str(raised.value)
+    with pytest.raises(DataFormatError, match="JSON object"):
+        check_evaluation_format([payload], "EVAL.json")
 
 
 def test_result_checks_its_shapes(small_population):

@@ -120,7 +120,7 @@ def population_file(wide_population, tmp_path_factory):
 
 def test_cli_trains_for_a_budget_and_evaluate_reads_the_same_loss(population_file, wide_setting, tmp_path, capsys) -> None:
     run = tmp_path / "run"
-    code = main(["train", "--population", str(population_file), "--members", str(N_MEMBERS), "--utility-budget", "0.5x",
+    code = main(["train", "--no-decision", "--population", str(population_file), "--members", str(N_MEMBERS), "--utility-budget", "0.5x",
                  "--steps", "4", "--refit-every", "2", "--eval-every", "2", "--fresh-check-steps", "0", "--seed", "3",
                  "--quiet", "--out", str(run)])
     assert code == 0
@@ -133,7 +133,7 @@ def test_cli_trains_for_a_budget_and_evaluate_reads_the_same_loss(population_fil
     config = json.loads((run / "config.json").read_text())["config"]
     assert config["budget"] == pytest.approx(0.5 * wide_setting.data_independent_loss, rel=1e-12)
     out = tmp_path / "eval.json"
-    assert main(["evaluate", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense",
+    assert main(["evaluate", "--no-decision", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense",
                  f"run:{run}", "--attacks", "linear", "--releases", "4", "--quiet", "--out", str(out)]) == 0
     evaluation = json.loads(out.read_text())
     assert evaluation["budget"]["measured_loss"] == summary["budget"]["kept_state_value"]  # one measurement
@@ -150,7 +150,7 @@ def test_cli_trains_for_a_budget_and_evaluate_reads_the_same_loss(population_fil
     (["--utility-budget", "0.5x", "--dp-epsilon", "1"], "give --start data-independent"),
 ])
 def test_cli_budget_errors(extra, message, population_file, tmp_path, capsys) -> None:
-    code = main(["train", "--population", str(population_file), "--members", str(N_MEMBERS), "--steps", "2",
+    code = main(["train", "--no-decision", "--population", str(population_file), "--members", str(N_MEMBERS), "--steps", "2",
                  "--quiet", "--out", str(tmp_path / "run"), *extra])
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(error) == 1 and message in error[0]
@@ -161,7 +161,7 @@ def test_cli_refuses_an_existing_output_before_ranking(population_file, tmp_path
     run = tmp_path / "run"
     run.mkdir()
     (run / "file").write_text("x")
-    code = main(["train", "--population", str(population_file), "--members", str(N_MEMBERS), "--utility-budget", "0.5x",
+    code = main(["train", "--no-decision", "--population", str(population_file), "--members", str(N_MEMBERS), "--utility-budget", "0.5x",
                  "--out", str(run)])
     error = capsys.readouterr().err
     assert code == 2 and "already exists" in error and "ranking" not in error and "[references]" not in error
@@ -194,14 +194,14 @@ def test_budget_surface_puts_the_mechanism_back_on_the_budget(shrink, wide_popul
 
 def test_cli_evaluate_checks_any_defense_against_a_budget(population_file, wide_setting, tmp_path, capsys) -> None:
     out = tmp_path / "eval.json"
-    assert main(["evaluate", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense",
+    assert main(["evaluate", "--no-decision", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense",
                  "budget-laplace:budget=0.25x", "--attacks", "linear", "--releases", "4", "--utility-budget", "0.5x",
                  "--quiet", "--out", str(out)]) == 0
     budget = json.loads(out.read_text())["budget"]
     assert budget["given"] == "0.5x" and budget["met"]
     assert budget["measured_loss"] == pytest.approx(0.25 * wide_setting.data_independent_loss, rel=0.02)
     capsys.readouterr()
-    code = main(["evaluate", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense", "none",
+    code = main(["evaluate", "--no-decision", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense", "none",
                  "--attacks", "linear", "--utility-budget", "2x", "--quiet", "--out", str(tmp_path / "e2.json")])
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(error) == 1 and "not below the data-independent" in error[0]

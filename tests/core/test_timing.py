@@ -118,13 +118,21 @@ def test_matmul_reference_and_peak_memory_on_a_gpu():
     assert peak_device_bytes("cuda") >= 4 * 2**20
 
 
+def test_importing_bngp_changes_no_environment_variable():
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    code = "import os, bngp; import bngp.game; assert 'THP_MEM_ALLOC_ENABLE' not in os.environ"
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
 @pytest.mark.parametrize("setting, expected", [(None, "1"), ("0", "0")])
-def test_importing_bngp_puts_large_tensors_on_huge_pages_unless_the_user_chose(setting, expected):
-    """bngp sets THP_MEM_ALLOC_ENABLE=1 (torch's huge-page advice for CPU tensors of 2 MiB and
-    more, read at torch's first allocation) before torch allocates; a user's own value stays."""
+def test_the_bngp_command_puts_large_tensors_on_huge_pages_unless_the_user_chose(setting, expected):
+    """The command sets THP_MEM_ALLOC_ENABLE=1 (torch's huge-page advice for CPU tensors of 2 MiB and
+    more, read at torch's first allocation) for its own process; a user's own value stays."""
     env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
     if setting is not None:
         env["THP_MEM_ALLOC_ENABLE"] = setting
-    code = "import os, bngp; print(os.environ['THP_MEM_ALLOC_ENABLE'])"
+    code = ("import os, contextlib, io\nfrom bngp.cli import main\n"
+            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['--version'])\nprint(os.environ['THP_MEM_ALLOC_ENABLE'])")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert output.strip() == expected

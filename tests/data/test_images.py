@@ -116,8 +116,8 @@ def test_malformed_idx_files_are_refused(tmp_path):
         read_idx(damaged)
     with pytest.raises(MissingFileError, match="not found"):
         read_idx(tmp_path / "absent-idx3-ubyte")
-    with pytest.raises(MissingFileError):
-        read_idx(tmp_path)  # a folder is not a file
+    with pytest.raises(InputError, match="IDX file is a directory, not a file"):
+        read_idx(tmp_path)
 
 
 def test_find_mnist_files(tmp_path, mnist_dir):

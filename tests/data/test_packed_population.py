@@ -167,7 +167,7 @@ def test_cli_packed_pipeline(tmp_path, capsys):
         assert packed["releases"].shape == (3, 500)
         assert np.array_equal(packed["releases"], dense["releases"])
         assert np.array_equal(packed["memberships"], dense["memberships"])
-    code, out, _ = _run(capsys, "evaluate", "--population", pop, "--members", 40, "--defense", "none", "--attacks",
+    code, out, _ = _run(capsys, "evaluate", "--no-decision", "--population", pop, "--members", 40, "--defense", "none", "--attacks",
                         "lrt,score", "--releases", 3, "--out", tmp_path / "eval.json", "--quiet")
     assert code == 0 and json.loads(out)["auc"]["score"] > 0.9  # 500 SNVs, no noise: the score attack wins
 

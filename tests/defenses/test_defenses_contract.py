@@ -67,13 +67,15 @@ SPECS = [
     "shrinkage:budget=0.5x,shrink=0.3",
     "shrinkage:budget=0.5x,shrink=0.3,noise=gaussian",
     "suppression:budget=0.5x",
+    "data-independent",
     "linear-optimal:budget=0.5x",
     "time-sharing:budget=0.5x",
 ]
 #: SPECs whose release is a function of the membership alone (no randomness).
-DETERMINISTIC = ("none", "suppression:budget=0.5x")
+DETERMINISTIC = ("none", "suppression:budget=0.5x", "data-independent")
 #: the references at a utility budget (bngp.defenses.budget), whose guarantee is that of shrinkage plus noise.
-BUDGET_SPECS = ("budget-laplace", "budget-gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
+BUDGET_SPECS = ("budget-laplace", "budget-gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing",
+                "data-independent")
 
 
 def _training_config(**overrides) -> GameConfig:

@@ -59,6 +59,28 @@ def test_every_mode_writes_the_bound_next_to_the_claim(population_file, tmp_path
         assert "baseline_auc" in payload["diagnostics"] and "eps_tilde = " in stdout
     else:
         assert payload["is_lower_bound"] is True and payload["bound_exceeds_claim"] is False
+    # the report: the bound beside the design's ceiling and the claimed eps, a table, a plot
+    assert payload["format"] == "bngp-mechanism-audit-1" and payload["epsilon_lb"] <= payload["epsilon_ceiling"]
+    assert payload["claim_verdict"] == f"consistent with the claim: eps_lb = {payload['epsilon_lb']:.4g} <= claimed eps = 2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["AUDIT.json", "AUDIT.md", "AUDIT.png"]
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    markdown = out.with_suffix(".md").read_text()
+    assert markdown.startswith(f"## Mechanism audit: `laplace:epsilon=2` ({mode})")
+    assert f"**epsilon_lb = {payload['epsilon_lb']:.4f}** (lower bound)" in markdown
+    assert f"Design ceiling: {payload['reading']} ({payload['ceiling_state']})." in markdown
+    assert f"Claimed eps: **{payload['claim_verdict']}**." in markdown and "![" in markdown
+    rows = [line for line in markdown.splitlines() if line.startswith("| ") and not line.startswith("| bound")]
+    assert len(rows) == {"one-run": 1, "many-run": 2, "panoramia": 2}[mode]
+    assert f"| {payload['epsilon_ceiling']:.4f} | lower bound |" in markdown
+    assert stdout.splitlines()[1].startswith(payload["reading"])
+
+
+def test_out_may_not_be_the_report_itself(population_file, tmp_path, capsys):
+    argv = _base(population_file, tmp_path / "AUDIT.md", "--defense", "none", "--mode", "one-run", "--canaries", "10",
+                 "--attack", "score")
+    code, _, stderr = _run(argv, capsys)
+    assert code == 2 and stderr.count("\n") == 1 and ".md or .png" in stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_same_seed_gives_the_same_file(population_file, tmp_path, capsys):
@@ -68,9 +90,11 @@ def test_same_seed_gives_the_same_file(population_file, tmp_path, capsys):
         argv = _base(population_file, out, "--defense", "gaussian:epsilon=1,delta=1e-5", "--mode", "many-run",
                      "--canaries", "2", "--runs", "30", "--attack", "lrt", "--seed", "3")
         assert _run(argv, capsys)[0] == 0
-        outputs.append(out.read_bytes())
+        payload = json.loads(out.read_text())
+        assert payload.pop("report") == {"markdown": str(out.with_suffix(".md")), "png": str(out.with_suffix(".png"))}
+        outputs.append(payload)
     assert outputs[0] == outputs[1]
-    payload = json.loads(outputs[0])
+    payload = outputs[0]
     assert payload["delta"] == 1e-5 and payload["claimed_delta"] == 1e-5
 
 
@@ -82,6 +106,8 @@ def test_no_defense_has_no_claim(population_file, tmp_path, capsys):
     assert code == 0 and "no claimed guarantee" in stdout
     payload = json.loads(out.read_text())
     assert payload["claimed_epsilon"] is None and payload["bound_exceeds_claim"] is None
+    assert payload["claim_verdict"] is None
+    assert "Claimed eps: none (the defense states no DP guarantee)." in out.with_suffix(".md").read_text()
     assert payload["epsilon_lb"] > 0.5
 
 
@@ -144,6 +170,8 @@ def test_progress_line_on_stderr_and_quiet(population_file, tmp_path, capsys):
     code, stdout, stderr = _run(argv, capsys)
     assert code == 0 and "fitting and scoring attack `score`" in stderr and stdout.startswith("epsilon_lb")
     code, _, stderr = _run([*argv, "--quiet"], capsys)
+    assert code == 2 and "use --force to replace it" in stderr  # the first audit is not overwritten unasked
+    code, _, stderr = _run([*argv, "--quiet", "--force"], capsys)
     assert code == 0 and stderr == ""
 
 
@@ -184,7 +212,7 @@ def test_panoramia_writes_the_lower_bound_and_the_measurement(population_file, t
     assert f"eps_tilde = {generated['epsilon_tilde']:.4f} with generated non-members, a measurement" in stdout
 
     argv[argv.index("--real-nonmembers") + 1] = "0"
-    code, stdout, stderr = _run(argv, capsys)
+    code, stdout, stderr = _run([*argv, "--force"], capsys)
     assert code == 0, stderr
     payload = json.loads(out.read_text())
     assert payload["is_lower_bound"] is False and payload["panoramia"]["real_nonmembers"] is None

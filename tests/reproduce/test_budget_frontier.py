@@ -7,11 +7,16 @@ from bngp.reproduce.budget_frontier import REVEALING_AUC, time_sharing_line, ver
 
 def _cell(fraction: float, budget: float, aucs: dict[str, float], trained: float,
           tprs: dict[str, float] | None = None) -> dict:
+    """A cell as :func:`frontier_cell` records it (matched Gaussian 0.01 above Laplace when not given; the
+    evaluation's strongest attack reads the trained defender as the linear attack does)."""
     tprs = tprs or {}
-    return {"fraction": fraction, "budget": {"budget": budget},
-            "references": [{"label": label, "auc": auc, "tpr_at_1pct_fpr": tprs.get(label, 0.0)}
-                           for label, auc in aucs.items()],
-            "trained": {"auc": trained, "tpr_at_1pct_fpr": 0.0}}
+    aucs = {"gaussian": min(1.0, aucs["laplace"] + 0.01), **aucs}
+    return {"fraction": fraction, "budget": {"budget": budget, "data_independent_loss": budget / fraction},
+            "references": [{"label": label, "auc": auc, "tpr_at_1pct_fpr": tprs.get(label, 0.0),
+                            "tpr_at_0.1pct_fpr": 0.0, "loss": budget} for label, auc in aucs.items()],
+            "trained": {"auc": trained, "tpr_at_1pct_fpr": 0.0, "tpr_at_0.1pct_fpr": 0.0, "loss": budget},
+            "evaluation": {"trained": {"strongest_attack": "linear", "auc": trained, "tpr_at_1pct_fpr": 0.0,
+                                       "tpr_at_0.1pct_fpr": 0.0}}}
 
 
 def test_verdicts_place_the_defender_and_find_where_no_release_protects() -> None:
@@ -24,6 +29,15 @@ def test_verdicts_place_the_defender_and_find_where_no_release_protects() -> Non
     assert "no release at this budget protects membership" in lines[0] and lines[0].startswith("- budget 0.25")
     assert "below the envelope (suppression 0.9000" in lines[1]  # time-sharing is never the envelope
     assert "on the envelope (laplace 0.8000" in lines[2]
+    # the decision of bngp.decision: 0.9995 reads fully revealing; 0.85 is behind no reference (0.90 is the envelope,
+    # and the defender is below it); 0.805 is within the tolerance of Laplace's 0.80
+    assert lines[0].split("; decision: ")[1].startswith("fully revealing")
+    assert lines[1].split("; decision: ")[1].startswith("on the frontier")
+    assert lines[2].split("; decision: ")[1].startswith("on the frontier")
+    behind = verdicts([_cell(0.5, 0.002, {"laplace": 0.95, "suppression": 0.90}, 0.93)])[0]
+    assert behind.split("; decision: ")[1].startswith("behind the best reference mechanism")
+    worse = verdicts([_cell(0.5, 0.002, {"laplace": 0.90, "suppression": 0.85}, 0.93)])[0]
+    assert worse.split("; decision: ")[1].startswith("worse than Laplace noise")
     assert lines[-1] == f"- The smallest budget tried at which some release reads AUC <= {REVEALING_AUC}: 0.5 x L0 = 0.002."
     assert verdicts(cells[:1])[-1] == f"- No budget tried has a release reading AUC <= {REVEALING_AUC}."
 

@@ -228,7 +228,9 @@ def test_a_second_run_reuses_the_trained_defenders_and_gives_the_same_numbers(re
         manifest = verify_run(training["run"])
         assert set(manifest["dropped"]) == {"checkpoint.pt"} and not (Path(training["run"]) / "checkpoint.pt").exists()
         assert {"defender.pt", "config.json", "summary.json"} <= set(manifest["files"])
-    assert main(["reproduce", "table3", "--seed", str(SEED), "--out", str(reproduced), "--quiet"]) == 0
+    assert main(["reproduce", "table3", "--seed", str(SEED), "--out", str(reproduced), "--quiet"]) == 2
+    assert "use --resume to reuse its finished work" in capsys.readouterr().err  # nothing replaced unasked
+    assert main(["reproduce", "table3", "--seed", str(SEED), "--out", str(reproduced), "--quiet", "--resume"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["experiments"][0]["name"] == "table3"
     after = _payload(reproduced, "table3")
@@ -383,5 +385,5 @@ def test_budget_frontier_quick(reproduced: Path, capsys) -> None:
     assert "envelope" in (directory / "report.md").read_text() and (directory / "frontier.png").stat().st_size > 10_000
     capsys.readouterr()
     assert main(["reproduce", "budget-frontier", "--scale", "quick", "--seed", str(SEED), "--out", str(reproduced),
-                 "--quiet"]) == 0
+                 "--quiet", "--resume"]) == 0
     assert _payload(reproduced, "budget-frontier")["cells"] == results["cells"]

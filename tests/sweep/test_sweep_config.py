@@ -16,6 +16,7 @@ BAD_CONFIGS = [
     ({"kapa": [1.0]}, "unknown sweep setting `kapa`"),
     ({"datasets": None}, "`datasets` is required"),
     ({"datasets": [{"path": "missing.npz", "members": 10}]}, "no population file"),
+    ({"datasets": [{"path": ".", "members": 10}]}, "is a directory, not a population file"),
     ({"datasets": [{"path": "pop.npz"}]}, "`datasets[0].members` is required"),
     ({"defenses": ["bngp", "lapalce"]}, "unknown defense family 'lapalce'"),
     ({"defenses": ["bngp", "laplace:epsilon=1"]}, "`epsilon` is set by the `eps` axis"),

@@ -93,7 +93,7 @@ def test_failed_cells_are_retried_and_reported(sweep_population, tmp_path, monke
     assert (out / "frontier.png").is_file()
 
     monkeypatch.setattr(execute, "_compute", compute)
-    code = main(["sweep", str(config), "--out", str(out), "--quiet"])
+    code = main(["sweep", str(config), "--out", str(out), "--quiet", "--resume"])
     captured = capsys.readouterr()
     assert code == 0 and captured.err == ""
     summary = json.loads(captured.out)
