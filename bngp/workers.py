@@ -50,10 +50,10 @@ _CURRENT: ContextVar["Helper | None"] = ContextVar("bngp_helper", default=None)
 
 def _start(threads: int, preload: tuple[str, ...]) -> None:
     """The helper process's initialiser: the caller's thread limits, and the modules its calls
-    will need imported (while the caller is busy with its own share)."""
+    will need imported (while the caller is busy with its own share).  It inherits the caller's
+    environment, with the allocator setting of the ``bngp`` command."""
     import importlib
 
-    import bngp  # noqa: F401  (first: its settings hold before torch allocates)
     from bngp.threads import set_threads
 
     set_threads(threads)

@@ -1,11 +1,18 @@
-"""Shared measuring helpers for the benchmarks: the device's float32 matmul peak, peak memory, the report files."""
+"""Shared measuring helpers for the benchmarks: the device's float32 matmul peak, peak memory, the report files.
+
+Imported before torch allocates, it gives a benchmark the allocator setting of the ``bngp`` command
+(``THP_MEM_ALLOC_ENABLE=1`` unless set; docs/design/game.md, "Large tensors on huge pages"), so that its
+timings are those of a ``bngp`` run."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+import torch  # noqa: E402  (after the allocator setting)
 
 from bngp.timing import matmul_flops, peak_child_rss_bytes, peak_device_bytes, peak_rss_bytes
 

@@ -21,6 +21,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -41,9 +42,9 @@ def _best(run, repeats: int) -> float:
 
 def measure(batch: int, threads: int, repeats: int, size: int) -> dict:
     """Time the products of one update, the Adam step and a whole update; return the record."""
+    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")  # the allocator setting of the bngp command, before torch allocates
     import torch
 
-    import bngp  # noqa: F401  (its allocator setting, as in every bngp run)
     from bngp.attacks.network import Attacker, AttackerSpec
     from bngp.threads import set_threads
     set_threads(threads)
