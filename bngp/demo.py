@@ -20,6 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+
 from bngp.attacks.registry import available_attacks
 from bngp.data.genome import simulate_genome
 from bngp.data.npz import save_population
@@ -35,6 +37,7 @@ from bngp.game.start import rank_references
 from bngp.io_utils import write_json, write_text
 from bngp.outputs import check_new_directory
 from bngp.report import evaluation_markdown, plot_roc
+from bngp.rng import SeedLike, resolve_seed
 
 __all__ = ["DemoConfig", "run_demo"]
 
@@ -46,7 +49,8 @@ DEMO_ATTACKS = ("bayesian", "linear", "whitened", "reconstruction", "lrt", "scor
 class DemoConfig:
     """Sizes of the demonstration (the defaults finish in a few minutes on 2 CPU cores).
 
-    ``budget`` is the utility budget on mean |x - f(D)|: absolute, or a fraction of L0 such as ``"0.5x"``.
+    ``budget`` is the utility budget on mean |x - f(D)|: absolute, or a fraction of L0 such as ``"0.5x"``;
+    ``seed`` an int, None or a numpy Generator, resolved to the int recorded in the summary.
     """
 
     individuals: int = 300
@@ -56,7 +60,7 @@ class DemoConfig:
     budget: str = "0.5x"
     steps: int = 300
     releases: int = 30
-    seed: int = 0
+    seed: SeedLike = 0
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -65,8 +69,9 @@ class DemoConfig:
             raise InputError(f"`members` must be in [1, {self.individuals - 1}], got {self.members}.")
         if self.releases < 2:
             raise InputError(f"`releases` must be >= 2, got {self.releases}.")
-        if self.seed < 0:
+        if isinstance(self.seed, (int, np.integer)) and not isinstance(self.seed, bool) and self.seed < 0:
             raise InputError(f"`--seed` must be >= 0, got {self.seed}.")
+        object.__setattr__(self, "seed", resolve_seed(self.seed))  # the concrete seed, recorded in the summary
         parse_budget(self.budget)
 
 

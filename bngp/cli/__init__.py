@@ -94,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"bngp {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print(f"bngp {args.command}: error: out of memory: the inputs are too large for this machine (smaller sizes, "
+              "or a bit-packed population, --packed, use less)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         print(f"bngp {args.command}: interrupted" + (f"; {exc}" if str(exc) else ""), file=sys.stderr)
         return 130
