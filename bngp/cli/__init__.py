@@ -12,6 +12,7 @@ import functools
 import importlib
 import os
 import sys
+import warnings
 
 from bngp import __version__
 from bngp.errors import BNGPError
@@ -71,6 +72,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _warning_line(command: str, message: Warning | str, category: type, filename: str, lineno: int,
+                  file=None, line=None) -> None:
+    """A warning of the library as the command's own line: ``bngp COMMAND: warning: ...`` (no source path)."""
+    print(f"bngp {command}: warning: {str(message).splitlines()[0]}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``bngp`` console script; returns the process exit code.
 
@@ -85,11 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(command if command in COMMANDS else None)
     args = parser.parse_args(arguments)
     try:
-        if getattr(args, "threads", None) is not None:
-            from bngp.cli.common import set_threads
+        with warnings.catch_warnings():
+            warnings.showwarning = functools.partial(_warning_line, args.command)
+            if getattr(args, "threads", None) is not None:
+                from bngp.cli.common import set_threads
 
-            set_threads(args.threads)
-        return int(args.func(args) or 0)
+                set_threads(args.threads)
+            return int(args.func(args) or 0)
     except (BNGPError, ValueError, OSError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"bngp {args.command}: error: {message}", file=sys.stderr)

@@ -105,3 +105,36 @@ def test_force_replaces_an_evaluation_and_its_stale_sidecars(small_population_fi
     capsys.readouterr()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.json", "e.md", "e.png"]
     assert '"score"' in out.read_text() and '"linear"' not in out.read_text()
+
+
+def test_an_interrupted_training_says_how_to_resume(small_population_file, tmp_path, capsys, monkeypatch):
+    """Ctrl-C during `bngp train` with a checkpoint saved: exit 130 and one line naming RUN.incomplete and
+    --resume; a plain rerun is then refused with the same hint, and --resume is accepted."""
+    from bngp.game import Game
+
+    def interrupted(self, run_dir, **kwargs):
+        _existing(Path(f"{run_dir}.incomplete") / "checkpoint.pt")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Game, "train", interrupted)
+    argv = ["train", "--no-decision", "--population", str(small_population_file), "--members", "20", "--steps", "2",
+            "--quiet", "--out", str(tmp_path / "run")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "run.incomplete" in err[0] and "--resume" in err[0], err
+    assert main(argv) == 2
+    assert "holds an interrupted run: use --resume to continue it" in capsys.readouterr().err
+
+
+def test_a_library_warning_is_one_line_of_the_command(monkeypatch, capsys):
+    """A warning raised in the library (a missed budget, an exploitable defender) reads as the command's own line,
+    without a source path."""
+    import warnings
+
+    def warn(args):
+        warnings.warn("no defender state met the utility-budget 0.01 on held-out draws\nsecond line", stacklevel=2)
+        return 0
+
+    monkeypatch.setattr("bngp.cli.simulate.run", warn)
+    assert main(["simulate", "--out", "x.npz"]) == 0
+    assert capsys.readouterr().err == "bngp simulate: warning: no defender state met the utility-budget 0.01 on held-out draws\n"
