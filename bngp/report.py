@@ -512,15 +512,7 @@ def audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> st
             f"{tradeoff['n_nonmembers']} non-members and {tradeoff['n_members']} members; simultaneous at "
             f"confidence {tradeoff['confidence']:g} ({tradeoff['union_bound']}).",
         ]
-    report = payload.get("report", {})
-    if report.get("png"):
-        name = Path(report["png"]).name
-        lines += ["", f"![trade-off plot: FPR on x, FNR on y]({name})"]
-    if notes:
-        lines.append("")
-    for note in notes:
-        lines.append(f"- Note: {note}")
-    return "\n".join(lines) + "\n"
+    return _plot_and_notes(lines, payload, notes, "trade-off plot: FPR on x, FNR on y")
 
 
 def mechanism_audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> str:
@@ -552,12 +544,15 @@ def mechanism_audit_markdown(payload: dict, rows: list[dict], notes: list[str] =
     for row in rows:
         lines.append(f"| {row['bound']} | {_number(row['epsilon_lb'])} | {_number(row['epsilon_ceiling'])} | "
                      f"{row['kind']} | {row['detail']} |")
-    report = payload.get("report", {})
-    if report.get("png"):
-        name = Path(report["png"]).name
-        lines += ["", f"![trade-off plot of the audit's scores: FPR on x, FNR on y]({name})"]
+    return _plot_and_notes(lines, payload, notes, "trade-off plot of the audit's scores: FPR on x, FNR on y")
+
+
+def _plot_and_notes(lines: list[str], payload: dict, notes: list[str], caption: str) -> str:
+    """An audit report's end: its plot (``payload["report"]["png"]``, by file name) and its notes."""
+    png = payload.get("report", {}).get("png")
+    if png:
+        lines += ["", f"![{caption}]({Path(png).name})"]
     if notes:
         lines.append("")
-    for note in notes:
-        lines.append(f"- Note: {note}")
+    lines += [f"- Note: {note}" for note in notes]
     return "\n".join(lines) + "\n"

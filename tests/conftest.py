@@ -64,3 +64,24 @@ def tiny_run(small_population_file, tmp_path_factory):
 
 def rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
+
+
+
+@pytest.fixture
+def keep_figures(monkeypatch: pytest.MonkeyPatch):
+    """``keep_figures(module)``: the list of every figure ``module.save_png`` then writes, each drawn first (so
+    that text has its extent) and kept for the test."""
+
+    def keep_from(module) -> list:
+        drawn: list = []
+        save = module.save_png
+
+        def keep(figure, path):
+            figure.canvas.draw()
+            drawn.append(figure)
+            return save(figure, path)
+
+        monkeypatch.setattr(module, "save_png", keep)
+        return drawn
+
+    return keep_from

@@ -24,18 +24,9 @@ SEPARATIONS = {"lrt": 0.3, "adaptive-lrt": 0.8, "optimal-lrt": 50.0, "score": 1.
 
 
 @pytest.fixture
-def figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def figures(keep_figures) -> list[Any]:
     """Every figure the plots of bngp.report write, drawn (so that text has its extent) and saved."""
-    drawn: list[Any] = []
-    save = report.save_png
-
-    def keep(figure: Any, path: str | Path) -> Path:
-        figure.canvas.draw()
-        drawn.append(figure)
-        return save(figure, path)
-
-    monkeypatch.setattr(report, "save_png", keep)
-    return drawn
+    return keep_figures(report)
 
 
 def _curves(releases: int = 20, individuals: int = 60) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -4,11 +4,8 @@ off the data."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
-import pytest
 from matplotlib.colors import to_hex
 
 import bngp.reproduce.budget_frontier as budget_frontier
@@ -17,21 +14,8 @@ from bngp.colours import attack_colour, method_colour, role_colour
 from bngp.reproduce.experiment import Row
 
 
-def _keep(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[Any]:
-    drawn: list[Any] = []
-    save = module.save_png
-
-    def keep(figure: Any, path: str | Path) -> Path:
-        figure.canvas.draw()
-        drawn.append(figure)
-        return save(figure, path)
-
-    monkeypatch.setattr(module, "save_png", keep)
-    return drawn
-
-
-def test_auc_bars_take_the_attack_colour_and_reach_past_one(tmp_path, monkeypatch) -> None:
-    figures = _keep(monkeypatch, reproduce_report)
+def test_auc_bars_take_the_attack_colour_and_reach_past_one(tmp_path, keep_figures) -> None:
+    figures = keep_figures(reproduce_report)
     rows = [Row(setting, attack, auc, 0.02, (min(1.0, auc + 0.02), 0.01), auc, 1, 0.01, 1.0)
             for setting in ("no defense", "Laplace eps=1") for attack, auc in (("lrt", 0.7), ("bayesian", 1.0))]
     experiment = SimpleNamespace(rows=rows, scale="quick", seed=0, spec=SimpleNamespace(name="table"))
@@ -50,8 +34,8 @@ def _cell(budget: float, aucs: dict[str, float], trained: float) -> dict:
             "trained": {"auc": trained, "tpr_at_1pct_fpr": trained / 2}}
 
 
-def test_budget_frontier_families_keep_their_colours_and_the_legend_sits_off_the_panels(tmp_path, monkeypatch) -> None:
-    figures = _keep(monkeypatch, budget_frontier)
+def test_budget_frontier_families_keep_their_colours_and_the_legend_sits_off_the_panels(tmp_path, keep_figures) -> None:
+    figures = keep_figures(budget_frontier)
     cells = [_cell(budget, {"laplace": 0.9 - budget, "shrinkage laplace a=0.2": 0.85 - budget, "time-sharing": 0.8 - budget},
                    0.8 - budget) for budget in (0.1, 0.2, 0.3)]
     budget_frontier._plot({"genome": cells, "adult": cells}, tmp_path / "frontier.png")

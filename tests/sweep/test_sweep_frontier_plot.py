@@ -36,17 +36,8 @@ def _results(audited: bool) -> tuple[CellResult, ...]:
 
 
 @pytest.fixture
-def figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    drawn: list[Any] = []
-    save = frontier.save_png
-
-    def keep(figure: Any, path: str | Path) -> Path:
-        figure.canvas.draw()
-        drawn.append(figure)
-        return save(figure, path)
-
-    monkeypatch.setattr(frontier, "save_png", keep)
-    return drawn
+def figures(keep_figures) -> list[Any]:
+    return keep_figures(frontier)
 
 
 def test_families_keep_their_colours_and_one_legend_sits_off_the_panels(tmp_path, figures) -> None:
