@@ -23,12 +23,12 @@ from .config import BNGP_FAMILY, BUDGET_FAMILIES, BUDGET_FAMILY, AuditSpec, Data
 __all__ = ["Cell", "Dataset", "SEED_STREAMS", "load_datasets", "plan_cells"]
 
 #: the random streams of a cell, spawned from its seed: the defender's training, the evaluation
-#: (the same for every defense at one seed: their cells share the evaluation draws) and, only
-#: for a cell with an ``audit``, the mechanism audit.  SeedSequence children do not depend on how
-#: many are spawned, so the third stream leaves ``game`` and ``evaluation`` (and the numbers of
-#: the cells without an audit) unchanged; streams are only ever appended.
-SEED_STREAMS = ("game", "evaluation", "audit")
-#: the streams of a cell without an audit.
+#: (the same for every defense at one seed: their cells share the evaluation draws), only for a cell
+#: with an ``audit`` the mechanism audit, and only for a cell with a decision the release decision.
+#: SeedSequence children do not depend on how many are spawned, so an appended stream leaves the
+#: earlier ones (and the numbers of the cells without it) unchanged; streams are only ever appended.
+SEED_STREAMS = ("game", "evaluation", "audit", "decision")
+#: the streams of a cell without an audit or a decision (each of those is appended when the cell has it).
 _PLAIN_STREAMS = SEED_STREAMS[:2]
 #: version of the canonical cell parameters; a change makes every stored cell stale.
 CELL_FORMAT = "bngp-sweep-cell-1"
@@ -61,6 +61,7 @@ class Cell:
             its noise law and its refits are added to once the references are ranked), None otherwise.
         audit: the settings of the cell's mechanism audit, None when the sweep has no ``audit``.
         attacker_patience: early stopping of the evaluation's Bayesian attacker (None: all steps).
+        decision: whether the cell reads its release decision (:func:`bngp.decision.decide_release`).
     """
 
     dataset: DatasetSpec
@@ -73,6 +74,7 @@ class Cell:
     game: GameConfig | None
     audit: AuditSpec | None = None
     attacker_patience: int | None = None
+    decision: bool = False
 
     @property
     def family(self) -> str:
@@ -92,9 +94,10 @@ class Cell:
 
     @property
     def seeds(self) -> dict[str, int]:
-        """The concrete seed of each stream of :data:`SEED_STREAMS` (``audit`` only for an
-        audited cell)."""
-        return named_seeds(self.seed, SEED_STREAMS if self.audit is not None else _PLAIN_STREAMS)
+        """The concrete seed of each stream of :data:`SEED_STREAMS` (``audit`` and ``decision`` only for a
+        cell with an audit or a decision)."""
+        names = _PLAIN_STREAMS + ("audit",) * (self.audit is not None) + ("decision",) * self.decision
+        return named_seeds(self.seed, names)
 
     @property
     def key(self) -> str:
@@ -118,6 +121,8 @@ class Cell:
             canonical["audit"] = self.audit.to_dict()
         if self.attacker_patience is not None:
             canonical["attacker_patience"] = self.attacker_patience
+        if self.decision:
+            canonical["decision"] = True
         return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()[:20]
 
     @property
@@ -146,6 +151,7 @@ class Cell:
             "releases": self.releases,
             "attacker_patience": self.attacker_patience,
             "game": None if self.game is None else self.game.to_dict(),
+            **({"decision": True} if self.decision else {}),
         }
 
 
@@ -218,5 +224,5 @@ def _cells(config: SweepConfig, spec: DatasetSpec, fingerprint: str) -> list[Cel
                 game = config.game_config(parameter if bngp else 0.0, game_seed) if trained else None
                 value = parameter if family in BUDGET_FAMILIES else float(parameter)
                 cells.append(Cell(spec, fingerprint, defense, value, seed, config.attacks, config.releases, game,
-                                  config.audit, config.attacker_patience))
+                                  config.audit, config.attacker_patience, config.decision))
     return cells

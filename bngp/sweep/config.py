@@ -66,7 +66,7 @@ DEFAULT_ATTACKS: tuple[str, ...] = ("lrt", "adaptive-lrt", "score", "reconstruct
 GAME_KEYS: tuple[str, ...] = tuple(f.name for f in fields(GameConfig) if f.name not in ("kappa", "kappa_vector", "seed"))
 
 _KEYS = ("datasets", "defenses", "kappa", "eps", "budgets", "seeds", "attacks", "releases", "retries", "attacker_patience",
-         "game", "audit")
+         "game", "audit", "decision")
 #: the settings of the ``audit`` table.
 AUDIT_KEYS = ("mode", "canaries", "attack", "runs", "confidence", "delta")
 #: the audit modes a sweep can run: both canary audits, which give statistically valid lower bounds.
@@ -179,6 +179,7 @@ class SweepConfig:
     game: tuple[tuple[str, Any], ...] = ()
     audit: AuditSpec | None = None
     budgets: tuple[str, ...] = ()
+    decision: bool = False
 
     def __post_init__(self) -> None:
         _check_datasets(self.datasets)
@@ -254,6 +255,7 @@ class SweepConfig:
             game=tuple((str(key), tuple(value) if isinstance(value, list) else _none_word(value)) for key, value in game.items()),
             audit=None if data.get("audit") is None else AuditSpec.from_dict(data["audit"]),
             budgets=tuple(str(value).strip() for value in _as_list(data.get("budgets", []))),
+            decision=_flag("decision", data.get("decision", False)),
         )
 
     def game_config(self, kappa: float, seed: int) -> GameConfig:
@@ -279,7 +281,16 @@ class SweepConfig:
             payload["audit"] = self.audit.to_dict()
         if self.budgets:
             payload["budgets"] = list(self.budgets)
+        if self.decision:
+            payload["decision"] = True
         return payload
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A true/false setting of the config."""
+    if not isinstance(value, bool):
+        raise InputError(f"`{name}` must be true or false, got {value!r}.")
+    return value
 
 
 def load_sweep_config(path: str | os.PathLike) -> SweepConfig:

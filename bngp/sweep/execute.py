@@ -35,6 +35,7 @@ from bngp.attacks.training import AttackerTrainingConfig
 from bngp.evaluate import evaluate_defense
 from bngp.game import Game, train_once
 from bngp.game.start import rank_references
+from bngp.decision import AttackReading, decide_release
 from bngp.mechanism_audit import audit_mechanism
 
 from .cells import Cell
@@ -128,8 +129,14 @@ def _compute(cell: Cell, population: Population, run_dir: Path | None = None) ->
     strongest = evaluation.strongest_attack
     audit = None if cell.audit is None else audit_cell_defense(cell.audit, population, defense, members,
                                                                 cell.seeds["audit"])
+    decision = None
+    if cell.decision:
+        entry = evaluation.attacks[strongest]
+        reading = AttackReading(strongest, entry["auc"], entry["tpr_at_fpr"]["0.01"], entry["tpr_at_fpr"]["0.001"])
+        decision = decide_release(population, members, defense, strongest=reading, seed=cell.seeds["decision"]).to_dict()
     return {
         "audit": audit,
+        "decision": decision,
         "utility_loss": evaluation.utility_loss,
         "data_independent_utility_loss": evaluation.utility["data_independent_utility_loss"],
         "auc": {name: entry["auc"] for name, entry in evaluation.attacks.items()},

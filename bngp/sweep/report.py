@@ -50,6 +50,23 @@ def cell_verdicts(records: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
     return verdicts
 
 
+def _decision_row(record: dict[str, Any]) -> str:
+    decision = record["decision"]
+    rows = {row["label"]: row for row in decision["rows"]}
+
+    def reading(label: str) -> str:
+        row = rows.get(label)
+        if row is None:
+            return "-"
+        epsilon = "" if row["epsilon"] is None else f" ({row['epsilon']:.3g})"
+        return f"{row['auc']:.4f}{epsilon}"
+
+    best = next((label for label in rows if label.startswith("best reference: ")), None)
+    return _row([record["dataset"], f"`{record['spec']}`", str(record["seed"]), decision["sentence"].split(":")[0],
+                 reading("this release"), reading("Laplace noise (matched)"), reading("Gaussian noise (matched)"),
+                 "-" if best is None else f"{best.removeprefix('best reference: ')} {rows[best]['auc']:.4f}"])
+
+
 def _verdict_text(entry: dict[str, Any] | None) -> str:
     if entry is None:
         return "-"
@@ -112,6 +129,14 @@ def sweep_markdown(payload: dict[str, Any], *, plot: bool = True) -> str:
                     *([_number((record.get("audit") or {}).get("epsilon_lb"), 3)] if audit is not None else []),
                     f"{record['seconds']:.1f}", record["status"],
                 ]))
+    decided = [record for record in records if record.get("decision")]
+    if decided:
+        lines += ["", "## Release decisions", "",
+                  "Each cell's release beside matched Laplace and Gaussian noise and the best reference mechanism "
+                  "calibrated to its own utility loss, all read by the converged linear attack (`bngp.decision`):", "",
+                  _row(["dataset", "defense", "seed", "verdict", "this release", "Laplace (eps)", "Gaussian (eps)",
+                        "best reference"]), _row(["---"] * 8)]
+        lines += [_decision_row(record) for record in decided]
     failed = [record for record in records if record["status"] != "ok"]
     if failed:
         lines += ["", "## Failed cells", ""]

@@ -45,6 +45,9 @@ class CellResult:
             ``attack``, ``claimed_epsilon``, ``bound_exceeds_claim``, ``canary_auc``, ``seed`` and
             its wall ``seconds``; None otherwise (and for a failed cell).  Recorded, as ``audit``,
             only in the records of audited cells.
+        decision: for a cell of a sweep with ``decision = true``, the release decision of the cell's
+            defense (:meth:`bngp.decision.ReleaseDecision.to_dict`: matched Laplace and Gaussian and the best
+            reference at its loss, read by the converged linear attack, and the verdict); recorded only then.
         defender_run: for a BNGP cell just computed, the files of its trained defender's run
             directory (relative path -> bytes, without the checkpoint), which the store writes to
             ``DIR/runs/<key>/``; not part of the record (None for a stored result).
@@ -63,6 +66,7 @@ class CellResult:
     training: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     audit: dict[str, Any] | None = None
+    decision: dict[str, Any] | None = None
     defender_run: dict[str, bytes] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -80,6 +84,8 @@ class CellResult:
         record = {**self.cell.describe(), **{name: getattr(self, name) for name in _OUTCOME}}
         if self.cell.audit is not None:
             record["audit"] = self.audit
+        if self.cell.decision:
+            record["decision"] = self.decision
         return record
 
     @classmethod
@@ -93,7 +99,12 @@ class CellResult:
             audit = record.get("audit")
             if record["status"] == "ok" and not (isinstance(audit, dict) and "epsilon_lb" in audit):
                 raise DataFormatError(f"the stored result of cell {cell.key} has no audit.")
-        return cls(cell, **{name: record[name] for name in _OUTCOME}, audit=audit)
+        decision = None
+        if cell.decision:
+            decision = record.get("decision")
+            if record["status"] == "ok" and not (isinstance(decision, dict) and "verdict" in decision):
+                raise DataFormatError(f"the stored result of cell {cell.key} has no decision.")
+        return cls(cell, **{name: record[name] for name in _OUTCOME}, audit=audit, decision=decision)
 
     def summary(self) -> str:
         """The outcome in a few words, for progress lines."""

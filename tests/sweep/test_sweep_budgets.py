@@ -57,3 +57,30 @@ def test_a_budget_above_the_data_independent_loss_fails_before_any_cell(sweep_po
     path = bad_config(tmp_path, sweep_population, {"defenses": ["bngp-budget"], "kappa": None, "eps": None,
                                                     "budgets": ["1.5x"]})
     assert_cli_refuses(path, tmp_path / "out", capsys, "not below the data-independent release's loss")
+
+
+def test_a_sweep_with_decision_records_each_cells_release_decision(sweep_population, tmp_path) -> None:
+    """``decision = true``: every cell records its release decision (matched Laplace and Gaussian and the best
+    reference calibrated to its own loss), sweep.md lists them, a rerun reuses them, and the key of a cell
+    without a decision is unchanged."""
+    config = small_config(sweep_population, defenses=["budget-laplace", "suppression"], kappa=[], eps=[], budgets=["0.5x"],
+                          attacks=["linear"], releases=4, decision=True)
+    result = run_sweep(config, tmp_path / "out", progress=False)
+    records = {record["spec"]: record for record in json.loads(result.json_path.read_text())["results"]}
+    laplace = records["budget-laplace:budget=0.5x"]["decision"]
+    labels = [row["label"] for row in laplace["rows"]]
+    assert labels[:3] == ["this release", "Laplace noise (matched)", "Gaussian noise (matched)"]
+    assert labels[3].startswith("best reference: ") and laplace["rows"][1]["epsilon"] > 0
+    # K = 20 < |Q| = 40: at half of L0 the release is reconstructed, and the verdict says so
+    assert (laplace["verdict"] == "fully-revealing") == (laplace["strongest"]["auc"] >= 0.99)
+    assert laplace["verdict"] in ("fully-revealing", "on-frontier", "behind-reference")
+    assert records["suppression:budget=0.5x"]["decision"]["rows"][0]["epsilon"] is None  # it states no guarantee
+    text = result.markdown_path.read_text()
+    assert "## Release decisions" in text and "`budget-laplace:budget=0.5x`" in text.split("## Release decisions")[1]
+    again = run_sweep(config, tmp_path / "out", progress=False)
+    assert again.reused == 2 and again.computed == 0
+    plain = SweepConfig.from_dict({key: value for key, value in config.items() if key != "decision"})
+    with_decision = SweepConfig.from_dict(config)
+    assert plain.to_dict().get("decision") is None and with_decision.to_dict()["decision"] is True
+    with pytest.raises(InputError, match="`decision` must be true or false"):
+        SweepConfig.from_dict({**config, "decision": "yes"})
