@@ -35,19 +35,18 @@ from dataclasses import dataclass
 from bngp.data.population import Population
 from bngp.defenses.base import Defense
 from bngp.defenses.budget import BudgetSetting, UtilityBudget
+from bngp.game.config import BUDGET_TOLERANCE
 from bngp.game.start import ReferenceRanking, linear_attack_score, rank_references
 from bngp.report import decision_markdown
 from bngp.rng import named_seeds
 
-__all__ = ["BUDGET_TOLERANCE", "DECISION_TOLERANCE", "EXACT_FRACTION", "FULLY_REVEALING_AUC", "VERDICTS", "AttackReading", "DecisionRow",
+__all__ = ["DECISION_TOLERANCE", "EXACT_FRACTION", "FULLY_REVEALING_AUC", "VERDICTS", "AttackReading", "DecisionRow",
            "ReleaseDecision", "decide_release", "strongest_of_evaluation", "verdict", "frontier_verdict"]
 
 #: AUC differences of the converged linear attack below this are not read as a difference between mechanisms.
 DECISION_TOLERANCE = 0.005
 #: a strongest-attack AUC at or above this is "fully revealing".
 FULLY_REVEALING_AUC = 0.99
-#: a loss up to this fraction above the budget meets it (the training's budget tolerance).
-BUDGET_TOLERANCE = 0.02
 #: the AUC margin above 1/2 within which a release at loss L0 is read as the data-independent release.
 _CHANCE_MARGIN = 0.02
 #: a loss below this fraction of L0 is read as the exact release f(D): no mechanism is calibrated to it.
@@ -170,7 +169,7 @@ def strongest_of_evaluation(payload: dict) -> AttackReading:
 def decide_release(population: Population, n_members: int, defense: Defense, *,
                    strongest: AttackReading | None = None, budget: UtilityBudget | None = None, seed: int = 0,
                    setting: BudgetSetting | None = None, ranking: ReferenceRanking | None = None,
-                   progress: bool = False) -> ReleaseDecision:
+                   loss: float | None = None, progress: bool = False) -> ReleaseDecision:
     """The decision for ``defense`` (module docstring).
 
     Args:
@@ -179,10 +178,12 @@ def decide_release(population: Population, n_members: int, defense: Defense, *,
         seed: the seed of the comparison (the defense's own linear attack and the references get streams of it).
         setting: a :class:`BudgetSetting` of (population, n_members) already built.
         ranking: references already ranked at this loss (a budget-trained defender's start), reused as they are.
+        loss: the defense's loss by ``setting.measured_loss`` when the caller has measured it already.
         progress: a line on stderr per mechanism read.
     """
     setting = setting or BudgetSetting.of(population, n_members)
-    loss, baseline = setting.measured_loss(defense), setting.data_independent_loss
+    loss = setting.measured_loss(defense) if loss is None else loss
+    baseline = setting.data_independent_loss
     streams = named_seeds(seed, ("release", "references"))
     own = linear_attack_score(defense, population, n_members, streams["release"])
     if progress:

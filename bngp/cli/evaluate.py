@@ -15,7 +15,8 @@ from bngp.attacks.training import AttackerTrainingConfig
 from bngp.cli.common import (add_device_arg, add_population_args, add_threads_arg, add_workers_arg, load_population_and_prior,
                              parse_patience)
 from bngp.device import resolve_device
-from bngp.decision import BUDGET_TOLERANCE, decide_release, strongest_of_evaluation
+from bngp.decision import decide_release, strongest_of_evaluation
+from bngp.game.config import BUDGET_TOLERANCE
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
 from bngp.io_utils import atomic_write, write_json, write_text
@@ -113,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
             print("reading matched Laplace, Gaussian and the reference mechanisms at the same utility loss ...",
                   file=sys.stderr, flush=True)
         decision = decide_release(population, args.members, defense, strongest=strongest_of_evaluation(payload),
-                                  budget=budget, seed=args.seed, setting=setting, progress=not args.quiet)
+                                  budget=budget, seed=args.seed, setting=setting,
+                                  loss=payload["budget"]["measured_loss"] if budget is not None else None,
+                                  progress=not args.quiet)
         payload["decision"] = decision.to_dict()
     payload["roc_plot"] = str(plot_path)
     curves = {name: entry["learning_curve"] for name, entry in payload["attacks"].items() if "learning_curve" in entry}

@@ -229,7 +229,9 @@ def run(args: argparse.Namespace) -> int:
         report["dp_bound_violation_rate"] = check.get("dp_bound_violation_rate")
     decision = None
     if args.decision:
-        decision = _decide(args, population, budget if args.objective == "utility-budget" else None, setting, ranking)
+        budgeted = args.objective == "utility-budget"
+        decision = _decide(args, population, budget if budgeted else None, setting, ranking,
+                           summary.budget.kept_state_value if budgeted else None)
         report["decision"] = {"verdict": decision.verdict, "sentence": decision.sentence,
                               "files": [str(Path(args.out) / name) for name in DECISION_FILES]}
     print(json.dumps(report, indent=2))
@@ -242,15 +244,17 @@ def run(args: argparse.Namespace) -> int:
 DECISION_FILES = ("decision.json", "decision.md")
 
 
-def _decide(args: argparse.Namespace, population: Population, budget, setting, ranking) -> ReleaseDecision:
+def _decide(args: argparse.Namespace, population: Population, budget, setting, ranking,
+            loss: float | None) -> ReleaseDecision:
     """The release decision of the delivered defender (:mod:`bngp.decision`), added to the run; a defender
-    trained for a budget is compared with the references ranked at its budget."""
+    trained for a budget is compared with the references ranked at its budget, at the loss the training
+    measured (``loss``, the same measurement)."""
     if not args.quiet:
         print("reading the delivered defender beside matched Laplace, Gaussian and the reference mechanisms ...",
               file=sys.stderr, flush=True)
     defense = load_run_defense(args.out, DefenseContext(population, args.members))
     decision = decide_release(population, args.members, defense, budget=budget, seed=args.seed, setting=setting,
-                              ranking=ranking, progress=not args.quiet)
+                              ranking=ranking, loss=loss, progress=not args.quiet)
     title = f"## Decision for the defender trained in `{args.out}`\n\n"
     add_to_run(args.out, {DECISION_FILES[0]: json.dumps(decision.to_dict(), indent=2) + "\n",
                           DECISION_FILES[1]: title + "\n".join(decision.markdown_lines()[2:])})
