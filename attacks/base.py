@@ -137,6 +137,24 @@ class Attack(ABC):
     #: whether the attack reads a release of c copies of f(D) (composition, App. L.6) as it is;
     #: the others run on its tiled view (:func:`bngp.attacks.composed.for_composition`).
     reads_composed_release: ClassVar[bool] = False
+    #: whether the attack trains a network with :class:`bngp.attacks.training.AttackerTrainingConfig`
+    #: settings, given to its constructor as ``config`` (an evaluation's ``attacker`` settings).
+    trained_by_config: ClassVar[bool] = False
+
+    # What an attack needs from the other attacks of an evaluation (:func:`bngp.evaluate.evaluate_defense`
+    # asks these, never the attacks' names).  An attack that declares any of them is fitted in the
+    # evaluation's own process, where the other attacks' fits are.
+    #: the name, in the evaluation, of an attack whose converged fit this one starts from when that
+    #: attack was fitted first (:meth:`start_from`); None: it starts from nothing.
+    warm_start_from: ClassVar[str | None] = None
+    #: the name, in the evaluation, of an attack fitted together with this one from one set of
+    #: shadow releases (:meth:`fit_together_with`, offered by the one fitted first while the other
+    #: waits; the other then only calibrates); None: fitted alone.
+    fitted_together_with: ClassVar[str | None] = None
+    #: whether the attack pools the fits and scores of every other attack of the evaluation
+    #: (stacking): fitted last, after all of them; it then has ``use_fitted``, ``stacking_releases``
+    #: and ``score(..., base_scores=)`` (:class:`bngp.attacks.stacking.StackedAttack`).
+    pools_other_attacks: ClassVar[bool] = False
 
     #: +1 if the raw statistic is used as is, -1 if it is flipped; chosen from shadow data only.
     orientation_: int = 1
@@ -153,6 +171,22 @@ class Attack(ABC):
         ``seed`` (an int, None or a Generator, :func:`bngp.rng.resolve_seed`); returns self."""
         self.check_knowledge(knowledge)
         self._fit(knowledge, resolve_seed(seed))
+        return self
+
+    @property
+    def builds_on_others(self) -> bool:
+        """Whether the attack's fit uses or hands over other attacks' fits (:attr:`warm_start_from`,
+        :attr:`fitted_together_with`, :attr:`pools_other_attacks`)."""
+        return self.warm_start_from is not None or self.fitted_together_with is not None or self.pools_other_attacks
+
+    def start_from(self, fitted: Attack) -> Attack:
+        """Start the next :meth:`fit` from ``fitted``, the evaluation's fitted :attr:`warm_start_from`
+        attack (default: ignored); returns self."""
+        return self
+
+    def fit_together_with(self, partner: Attack) -> Attack:
+        """At the next :meth:`fit`, also fit ``partner``, the evaluation's unfitted
+        :attr:`fitted_together_with` attack, where the attack can (default: it fits alone); returns self."""
         return self
 
     def set_device(self, device: DeviceName | torch.device) -> Attack:

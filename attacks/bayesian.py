@@ -17,12 +17,13 @@ import numpy as np
 import torch
 
 from .base import Attack, AttackKnowledge
+from .linear import LinearAttack
 from .registry import register_attack
 from .training import AttackerTrainingConfig, PooledSampler, train_attacker
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import DataFormatError, InputError
 from .network import Attacker, AttackerSpec
-from bngp.ridge import LearningCurve, LinearFit
+from bngp.linear import LearningCurve, LinearFit
 
 __all__ = ["BayesianAttack"]
 
@@ -35,6 +36,9 @@ class BayesianAttack(Attack):
     log_odds = True
     #: one inversion block per copy of f(D) (:func:`bngp.attacks.network.block_inversion_head`).
     reads_composed_release = True
+    trained_by_config = True
+    #: the ridge map of the evaluation's ``linear`` attack is its "shadow-ridge" warm start (:meth:`start_from`).
+    warm_start_from = "linear"
     knowledge_statement = (
         "knows the population (one output per known individual), the membership prior and the "
         "defense as a black box it can query on datasets of its choosing (shadow releases); "
@@ -57,6 +61,13 @@ class BayesianAttack(Attack):
         fitted on releases of the same defense, e.g. the ``linear`` attack's converged fit) instead
         of fitting its own ("shadow-ridge" warm start only); returns self."""
         self._warm_fit = (fit, curve)
+        return self
+
+    def start_from(self, fitted: Attack) -> "BayesianAttack":
+        """:meth:`use_ridge_fit` of ``fitted``'s converged ridge map and learning curve when it is a
+        :class:`bngp.attacks.linear.LinearAttack` (one converged ridge fit, not two); returns self."""
+        if isinstance(fitted, LinearAttack):
+            self.use_ridge_fit(fitted.fit_, fitted.learning_curve_)
         return self
 
     def set_device(self, device: DeviceName | torch.device) -> "BayesianAttack":

@@ -274,8 +274,8 @@ class SVMAttack(_PairClassifierAttack):
     def _classifier_scores(self, features: np.ndarray) -> np.ndarray:
         """The SVC's decision value sum_i alpha_i y_i exp(-gamma ||z - s_i||^2) + b on standardised
         features z, with the kernel by scikit-learn's BLAS-backed :func:`~sklearn.metrics.pairwise.rbf_kernel`
-        over blocks of pairs: ``decision_function`` to 1e-12, 3x faster (libsvm evaluates the kernel
-        one pair at a time: 160,000 pairs against 2,800 support vectors took 20 s of a stacking fit)."""
+        over blocks of pairs: ``decision_function`` to 1e-12 (libsvm evaluates the kernel one pair
+        at a time)."""
         scaler, svc = self.classifier_[0], self.classifier_[-1]
         standardised = scaler.transform(features)
         scores = np.empty(standardised.shape[0])

@@ -1,7 +1,7 @@
 """Linear attackers fitted in closed form on releases simulated against the defense, to convergence.
 
 Both map the release to the membership vector, b_hat(x) = b_mean + (x - x_mean) W, and score
-individual k by b_hat_k (:mod:`bngp.ridge` states the math):
+individual k by b_hat_k (:mod:`bngp.linear` states the math):
 
 - ``linear``: ridge regression of the memberships on the releases (the least-squares
   approximation of the posterior mean E[b | x]);
@@ -19,15 +19,14 @@ pooled into one |Q|-wide estimate of f(D) on shadow releases and the map is fitt
 (:mod:`bngp.attacks.pooling`), so the learning curve is that of a |Q|-wide release and reaches
 convergence within the float budget where a c |Q|-wide map cannot.  A scalar weight per copy
 cannot see a copy that leaks some attributes and not others (a learned block with shrinkage
-below 1 and no noise on a few attributes, next to noisy fixed copies: at K = 40, |Q| = 120 the
-pooled map read such a trained defender at 0.71 where the whole-release map and the Bayesian
-attacker read 0.98), so the map on the whole release is fitted as well and the one of higher
+below 1 and no noise on a few attributes, next to noisy fixed copies, is averaged away by the
+pooling; ``docs/design/evaluation.md``), so the map on the whole release is fitted as well and the one of higher
 validation AUC on the same validation releases is kept; ``pool_copies=False`` fits the whole
 release only.
 
 Fitted together (:meth:`LinearAttack.fit_together_with`, what ``bngp evaluate`` does when both
 are asked for on a single release), ``linear`` and ``whitened`` read the linear attack's shadow
-releases and share one decomposition (:func:`bngp.ridge.fit_ridge_and_whitened`).
+releases and share one decomposition (:func:`bngp.linear.fit_ridge_and_whitened`).
 """
 
 from __future__ import annotations
@@ -38,12 +37,12 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from .base import AttackKnowledge, TorchAttack
+from .base import Attack, AttackKnowledge, TorchAttack
 from .inputs import PopulationIndex, check_binary_panel
 from .pooling import POOLING_RELEASES, CopyPooling, pooled_sampler
 from .registry import register_attack
 from .shadow import shadow_sampler, simulated_shadow
-from bngp.ridge import (
+from bngp.linear import (
     DEFAULT_VALIDATION_RELEASES,
     LearningCurve,
     LinearFit,
@@ -58,6 +57,7 @@ from bngp.ridge import (
 from bngp.release.sampling import release_mechanism
 from bngp.rng import spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
+from bngp.workers import current_helper
 
 __all__ = ["LinearAttack", "WhitenedAttack"]
 
@@ -68,10 +68,10 @@ class LinearAttack(TorchAttack):
 
     Args:
         n_shadow_releases: a fixed number of simulated releases (no learning curve); default
-            None = doubling from :func:`bngp.ridge.default_shadow_releases` until the validation
+            None = doubling from :func:`bngp.linear.default_shadow_releases` until the validation
             AUC rises by less than ``tolerance`` (at most ``max_shadow_releases``).
         max_shadow_releases: cap of the learning curve (default
-            :func:`bngp.ridge.max_shadow_releases`).
+            :func:`bngp.linear.max_shadow_releases`).
         validation_releases: held-out simulated releases that choose the penalty and draw the
             learning curve.
         tolerance: AUC gain below which more shadow releases are not drawn.
@@ -98,6 +98,8 @@ class LinearAttack(TorchAttack):
     )
     #: the closed-form fit: (releases, memberships, validation) -> LinearFit.
     _fit_function = staticmethod(fit_ridge)
+    #: fitted first, it fits the evaluation's ``whitened`` map too, on its shadow releases (:meth:`fit_together_with`).
+    fitted_together_with: ClassVar[str | None] = "whitened"
 
     def __init__(
         self,
@@ -130,10 +132,10 @@ class LinearAttack(TorchAttack):
         self._partner: LinearAttack | None = None
         self._given: tuple[LinearFit, LearningCurve] | None = None
 
-    def fit_together_with(self, partner: "LinearAttack") -> "LinearAttack":
+    def fit_together_with(self, partner: Attack) -> "LinearAttack":
         """At the next :meth:`fit` of this ``linear`` attack on a single release, also fit ``partner``
         (a ``whitened`` attack of the same settings) to convergence on the same shadow releases, both
-        from one decomposition (:func:`bngp.ridge.fit_ridge_and_whitened`), and hand it its map and
+        from one decomposition (:func:`bngp.linear.fit_ridge_and_whitened`), and hand it its map and
         learning curve; its own :meth:`fit` then only calibrates.  The shadow releases are this
         attack's, so its fit is the one it makes alone (up to rounding; its curve runs on while the
         partner's still rises).  Returns self; settings that differ leave both to fit alone."""
@@ -162,7 +164,7 @@ class LinearAttack(TorchAttack):
         elif partner is not None and knowledge.composition == 1:
             (self.fit_, self.learning_curve_), whitened = fit_converged_jointly(
                 partial(fit_ridge_and_whitened, prior_mean=knowledge.membership_prior), sample,
-                validation=sample(self.validation_releases), tolerance=self.tolerance,
+                validation=sample(self.validation_releases), tolerance=self.tolerance, helper=current_helper(),
                 **self._curve_sizes(population.shape[0], self.release_width_))
             partner._use_fit(*whitened)
         elif not (self.pool_copies and knowledge.composition > 1):
@@ -208,7 +210,7 @@ class LinearAttack(TorchAttack):
             fit = fit_function(x, b, validation)
             return fit, LearningCurve((fit.releases,), (fit.score,), False, self.tolerance)
         return fit_converged(fit_function, sample, validation=validation, tolerance=self.tolerance,
-                             **self._curve_sizes(n_individuals, width, maximum))
+                             helper=current_helper(), **self._curve_sizes(n_individuals, width, maximum))
 
     def _curve_sizes(self, n_individuals: int, width: int, maximum: int | None = None) -> dict[str, int]:
         """The learning curve's first and largest shadow sets: :func:`default_shadow_releases` of a
@@ -247,7 +249,7 @@ class WhitenedAttack(LinearAttack):
     """The noise-covariance-aware linear discriminant, fitted to convergence: score = b_hat_k(x).
 
     Same arguments as :class:`LinearAttack`; the shrinkage of the noise covariance and the
-    penalty are chosen jointly on the validation releases (:func:`bngp.ridge.fit_whitened`).
+    penalty are chosen jointly on the validation releases (:func:`bngp.linear.fit_whitened`).
     """
 
     knowledge_statement: ClassVar[str] = (
@@ -258,4 +260,6 @@ class WhitenedAttack(LinearAttack):
         "simulated releases; on a composed release the copies of f(D) are first pooled by their least-squares "
         "reconstruction of f(D)."
     )
+    #: its map comes from the evaluation's ``linear`` attack when that one is fitted first (then it only calibrates).
+    fitted_together_with: ClassVar[str | None] = "linear"
     _fit_function = staticmethod(fit_whitened)

@@ -26,7 +26,7 @@ from torch import nn
 
 from bngp.errors import InputError
 from .inversion import population_inverse
-from bngp.ridge import LinearFit, affine_calibration, logistic_calibration
+from bngp.linear import LinearFit, affine_calibration, logistic_calibration
 
 __all__ = [
     "AttackerSpec",
@@ -191,7 +191,7 @@ class Attacker(nn.Module):
     @torch.no_grad()
     def calibrate_head(self, x: torch.Tensor, b: torch.Tensor) -> None:
         """Rescale the linear head to its best affine recalibration a * logit + c (cross-entropy on
-        (x, b), :func:`bngp.ridge.affine_calibration`); the MLP's last layer must be zero (as after
+        (x, b), :func:`bngp.linear.affine_calibration`); the MLP's last layer must be zero (as after
         :meth:`set_linear_head`).  A first-order logit of a heavily penalised ridge map ranks
         members well but is far from calibrated; recalibrated, its cross-entropy is at its best."""
         head = self._require_head()
@@ -211,8 +211,8 @@ class Attacker(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.head is not None and not self.training and not torch.is_grad_enabled() and self._mlp_is_silent():
             # the MLP's output is exactly 0 (its last layer is, as after a refit: set_linear_head), so
-            # the logits are the head's, the same values (0 + y = y) without the MLP's products, five
-            # sixths of the FLOPs at paper scale.  Only without autograd (the last layer's gradient
+            # the logits are the head's, the same values (0 + y = y) without the MLP's products (most
+            # of the FLOPs).  Only without autograd (the last layer's gradient
             # needs the hidden activations) and in eval mode (training BatchNorm updates its statistics).
             return self.head(x)
         logits = self.net(x)

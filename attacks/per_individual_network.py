@@ -68,7 +68,7 @@ from torch import nn
 
 from bngp.data.bits import COLUMN_BLOCK, BitMatrix
 from bngp.errors import InputError
-from bngp.ridge import logistic_calibration
+from bngp.linear import logistic_calibration
 from bngp.validation import check_positive_int
 
 __all__ = [
@@ -288,7 +288,7 @@ class PerIndividualAttacker(nn.Module):
         [0, 100] (0 where the release does not vary: it carries nothing there), with
         f(D_r) = b_r D / |b_r| the shadow datasets' own frequencies; (beta, b_0) minimise the
         cross-entropy of b_0 + beta . e_l pooled over (release, individual) pairs
-        (:func:`bngp.ridge.logistic_calibration`).
+        (:func:`bngp.linear.logistic_calibration`).
         """
         blocks, _ = self._standardised(releases)
         signal = (memberships @ genotypes) / memberships.sum(dim=1, keepdim=True).clamp(min=1)  # f(D_r), (R, |Q|)

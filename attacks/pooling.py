@@ -3,8 +3,8 @@
 A composition of c mechanisms releases x = [x_1, ..., x_c], c copies of the same statistic
 f(D) (|Q| outputs each), each with its own noise (:mod:`bngp.attacks.composed`).  A linear
 attacker on the whole c |Q|-wide release must identify a c |Q| x K map, so its learning curve
-needs about c times the shadow releases of one mechanism (at paper scale, 25,000 outputs: the
-float budget of :func:`bngp.ridge.max_shadow_releases` stops it at 5,368, before it converges).
+needs about c times the shadow releases of one mechanism (the float budget of
+:func:`bngp.linear.max_shadow_releases` can stop it before it converges).
 When the copies carry f(D) plus independent noise, the least-squares combination of the copies
 
     z = sum_b w_b x_b,   w = argmin_w E || (f(D) - E f) - sum_b w_b (x_b - E x_b) ||^2,
@@ -18,7 +18,7 @@ block releasing the data-independent f(theta)) gets w_b = 0.  The attacker then 
 shadow releases (c x c normal equations over all R |Q| entries: 1,000 releases of 5,000
 outputs fix them to about 1e-3); the fit on z is a fit on the whole release with the map
 W_b = w_b W for copy b (:meth:`CopyPooling.expand`), so it scores, warm-starts and
-differentiates like any :class:`bngp.ridge.LinearFit`.
+differentiates like any :class:`bngp.linear.LinearFit`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch
 
 from bngp.errors import InputError
 from bngp.release.mechanism import pool_copies
-from bngp.ridge import LinearFit
+from bngp.linear import LinearFit
 
 __all__ = ["CopyPooling", "POOLING_RELEASES", "pooled_sampler"]
 

@@ -16,11 +16,8 @@ individual by its coordinate: score(d_k, x) = b_hat_k.
   rho = 1 / mean weighted |least-squares residual| per release; each release stops when
   its b_hat moves by at most ``tolerance`` (so results do not depend on the batch).  The
   iterations run in float32 by default (``precision``), with the two products of an
-  iteration as one |Q| x K matrix each way, (A^T A + lambda I)^+ A^T and A: at K = 800,
-  |Q| = 5000, N = 400 on 50 Laplace (eps 10) releases, 500 float32 iterations took 12 s
-  against 25 s in float64, with the same L1 objective to 1e-7 relative and the same mean AUC
-  to 1e-6 at every iteration count from 25 to 500 (the iterations, not the rounding, set the
-  result: ADMM moves b_hat by 0.035 at iteration 500).
+  iteration as one |Q| x K matrix each way, (A^T A + lambda I)^+ A^T and A (the iterations,
+  not the float32 rounding, set the result; ``docs/design/evaluation.md``).
 
 Clipping: a coordinate released at exactly 0 or 1 is censored (the noise pushed it past the
 bound), so it gets weight w_j = ``clipped_weight`` (default 0: dropped); all others have

@@ -17,10 +17,11 @@ __all__ = [
     "available_attacks",
     "applicable_attacks",
     "attack_requirements",
+    "attack_class",
     "parse_attack_names",
 ]
 
-_REGISTRY: dict[str, Callable[..., Attack]] = {}
+_REGISTRY: dict[str, type[Attack]] = {}
 
 
 def register_attack(name: str) -> Callable[[type[Attack]], type[Attack]]:
@@ -39,11 +40,16 @@ def available_attacks() -> list[str]:
     return list(_REGISTRY)
 
 
-def attack_requirements(name: str) -> frozenset[str]:
-    """The knowledge fields the attack registered as ``name`` requires."""
+def attack_class(name: str) -> type[Attack]:
+    """The class registered as ``name`` (its declarations: ``requires``, ``trained_by_config``, ...)."""
     if name not in _REGISTRY:
         raise UnknownNameError(f"unknown attack {name!r}; known: {', '.join(available_attacks())}.")
-    return frozenset(getattr(_REGISTRY[name], "requires", frozenset()))
+    return _REGISTRY[name]
+
+
+def attack_requirements(name: str) -> frozenset[str]:
+    """The knowledge fields the attack registered as ``name`` requires."""
+    return frozenset(getattr(attack_class(name), "requires", frozenset()))
 
 
 def applicable_attacks(knowledge: AttackKnowledge) -> list[str]:
@@ -54,9 +60,7 @@ def applicable_attacks(knowledge: AttackKnowledge) -> list[str]:
 
 def get_attack(name: str, **options: object) -> Attack:
     """Instantiate the attack registered as ``name``."""
-    if name not in _REGISTRY:
-        raise UnknownNameError(f"unknown attack {name!r}; known: {', '.join(available_attacks())}.")
-    return _REGISTRY[name](**options)
+    return attack_class(name)(**options)
 
 
 def parse_attack_names(text: str, knowledge: AttackKnowledge | None = None) -> list[str]:

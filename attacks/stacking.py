@@ -26,7 +26,7 @@ from .inputs import check_binary_panel
 from .registry import attack_requirements, get_attack, register_attack
 from .shadow import ShadowData, simulated_shadow
 from bngp.errors import InputError
-from bngp.ridge import logistic_calibration
+from bngp.linear import logistic_calibration
 from bngp.rng import spawn_seeds
 from bngp.validation import check_positive_int
 
@@ -50,6 +50,8 @@ class StackedAttack(Attack):
     log_odds: ClassVar[bool] = True
     #: it pools the scores of attacks that each read the composed release their own way.
     reads_composed_release: ClassVar[bool] = True
+    #: fitted last in an evaluation, on every other fitted attack and its scores (:meth:`use_fitted`).
+    pools_other_attacks: ClassVar[bool] = True
     knowledge_statement: ClassVar[str] = (
         "Knows what its base attacks know and can simulate releases against the defense: combines the base "
         "attacks' scores (centred per release) by a logistic regression fitted on simulated releases; scores "

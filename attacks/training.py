@@ -27,9 +27,10 @@ from bngp.errors import InputError
 from bngp.metrics import release_aucs
 from bngp.rng import SeedLike, resolve_seed, seeded_torch, spawn_seeds
 from bngp.validation import check_patience
+from bngp.workers import current_helper
 from .base import ReleaseSimulator
 from .network import ATTACKER_INITS, Attacker, AttackerInit, AttackerSpec, block_inversion_head
-from bngp.ridge import (
+from bngp.linear import (
     DEFAULT_VALIDATION_RELEASES,
     LearningCurve,
     LinearFit,
@@ -64,9 +65,8 @@ class PooledSampler:
     attacker) read fresh shadow releases: one call of the simulator per ``chunk`` releases.  With
     ``prefetch`` (default) the next pool of ``chunk`` releases is drawn by a background thread
     while the caller trains on the current one (the simulator's products and noise release the
-    GIL, so on a second core the draws cost the training nothing: 15 s of the paper-scale
-    Bayesian attacker's 93 s); it is the pool a request would draw, from the same seed and of the
-    same size, so the releases do not depend on it.  Use as a context manager, or :meth:`close`
+    GIL, so on a second core the draws overlap the training); it is the pool a request would draw,
+    from the same seed and of the same size, so the releases do not depend on it.  Use as a context manager, or :meth:`close`
     it, so that no draw outlives the training.
     """
 
@@ -140,15 +140,13 @@ class AttackerTrainingConfig:
         init: the attacker's initialisation, one of :data:`bngp.attacks.network.ATTACKER_INITS`
             (used by :class:`bngp.attacks.bayesian.BayesianAttack` for its ``AttackerSpec``).
         shadow_releases: shadow releases of the "shadow-ridge" warm start (>= 3), or None to
-            fit it to convergence (:func:`bngp.ridge.fit_converged`).
+            fit it to convergence (:func:`bngp.linear.fit_converged`).
         validation_draws: held-out simulated draws on which states are compared (>= 2).
         validate_every: steps between validations (>= 1); the best state is kept.
         patience: stop once this many validations in a row have not lowered the validation
             cross-entropy (early stopping, :func:`optimise_with_validation`; >= 1), or None to run
-            all ``steps``.  The default 4 stops 400 steps after the last improvement: at paper
-            scale (K = 800, |Q| = 5000, Laplace eps 10 and 100) the kept state was the warm start
-            and no later validation came back to it, and at K = 100, |Q| = 300 the best step (1,200)
-            was kept with any patience >= 3 (``experiments/results/attacker_steps/``).
+            all ``steps``.  The default 4 stops 400 steps after the last improvement (the reasoning
+            behind it: ``docs/design/evaluation.md``).
     """
 
     steps: int = 1500
@@ -201,7 +199,7 @@ def train_attacker(
     With ``spec.init == "shadow-ridge"`` (default) the linear head is first set to a ridge
     regression of memberships on releases drawn from ``sample`` (the linear least-squares
     approximation of the posterior mean; ``shadow_releases`` of them, or by default as many as
-    :func:`bngp.ridge.fit_converged` needs for its validation AUC to level off, the penalty
+    :func:`bngp.linear.fit_converged` needs for its validation AUC to level off, the penalty
     chosen by that AUC) with its logit recalibrated, or to the recalibrated inversion of the known
     ``population`` (block by block for a composed release) when that validates better; with
     "reconstruction" to the ridge inversion of the known ``population``
@@ -238,6 +236,23 @@ def train_attacker(
             attacker, spec, config, draw, (validation_x, validation_b), warm_fit, population, n_members, theta
         )
 
+    _optimise(attacker, config, draw, (validation_x, validation_b), loss_fn, progress, description)
+    return attacker
+
+
+def _optimise(
+    attacker: Attacker,
+    config: AttackerTrainingConfig,
+    draw: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    validation: tuple[torch.Tensor, torch.Tensor],
+    loss_fn: nn.Module,
+    progress: bool,
+    description: str,
+) -> None:
+    """The Adam phase of :func:`train_attacker`: ``loss_fn`` on fresh batches of ``draw``, validated on
+    ``validation`` (:func:`optimise_with_validation`); sets the attacker's ``training_curve``."""
+    validation_x, validation_b = validation
+
     def batch_loss() -> torch.Tensor:
         x, b = draw(config.batch_size)
         return loss_fn(attacker(x), b)
@@ -252,21 +267,11 @@ def train_attacker(
         return float(loss_fn(logits, validation_b))
 
     trace = optimise_with_validation(
-        attacker,
-        batch_loss,
-        validate,
-        steps=config.steps,
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-        lr_decay=config.lr_decay,
-        decay_every=config.decay_every,
-        validate_every=config.validate_every,
-        patience=config.patience,
-        progress=progress,
-        description=description,
+        attacker, batch_loss, validate, steps=config.steps, lr=config.lr, weight_decay=config.weight_decay,
+        lr_decay=config.lr_decay, decay_every=config.decay_every, validate_every=config.validate_every,
+        patience=config.patience, progress=progress, description=description,
     )
     attacker.training_curve = trace.curve(aucs, config.validation_draws)
-    return attacker
 
 
 def _warm_start_from_ridge(
@@ -282,8 +287,7 @@ def _warm_start_from_ridge(
 ) -> None:
     """The "shadow-ridge" initialisation of :func:`train_attacker`: the ridge map (``warm_fit``, or
     fitted here to convergence) as the attacker's head, recalibrated, or the population inversion
-    when it validates better.  Its shadow releases are freed on return, before training starts
-    (10,000-20,000 x 5,000 at paper scale)."""
+    when it validates better.  Its shadow releases are freed on return, before training starts."""
     validation_x, validation_b = validation
     if warm_fit is not None:
         fit, curve = warm_fit
@@ -301,7 +305,8 @@ def _warm_start_from_ridge(
         maximum = max_shadow_releases(spec.n_individuals, spec.n_outputs)
         draws = SharedDraws(draw)
         fit, curve = fit_converged(
-            partial(fit_ridge, prior_mean=theta), draws, start=start, maximum=maximum, validation=validation
+            partial(fit_ridge, prior_mean=theta), draws, start=start, maximum=maximum, validation=validation,
+            helper=current_helper(),
         )
         x, b = draws.first(start)  # the first shadow releases again, for the block weights
     attacker.initialise_from_ridge(fit, theta)

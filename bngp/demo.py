@@ -32,7 +32,7 @@ from bngp.defenses.registry import DefenseContext, parse_defense_spec
 from bngp.defenses.trained import load_run_defense
 from bngp.errors import InputError
 from bngp.evaluate import evaluate_defense
-from bngp.game import Game, GameConfig
+from bngp.game import FreshCheckSettings, Game, GameConfig, ObjectiveSettings
 from bngp.game.start import rank_references
 from bngp.io_utils import write_json, write_text
 from bngp.outputs import check_new_directory
@@ -95,9 +95,9 @@ def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: b
         "the best reference mechanism at that budget")
     ranking = rank_references(population, config.members, budget.given, seed=config.seed, setting=setting,
                               progress=progress)
-    game_config = GameConfig(objective="utility-budget", budget=budget.value, steps=config.steps, seed=config.seed,
-                             noise_law=ranking.best.law, refit_releases=ranking.best_score.releases,
-                             fresh_check_steps=0)
+    game_config = ranking.started(GameConfig(
+        steps=config.steps, seed=config.seed, objective=ObjectiveSettings(kind="utility-budget", budget=budget.value),
+        fresh_check=FreshCheckSettings(steps=0)))
     start_record = {"reference": ranking.best_score.label, "ranking": ranking.to_dict()}
     run_dir = staging / "run-budget"
     Game(population, prior, game_config, start=ranking.best, start_record=start_record).train(
@@ -116,7 +116,7 @@ def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: b
                                   seed=config.seed + 1, n_members=config.members, progress=progress)
         payload = result.to_dict()
         summary["defenses"][spec] = payload
-        sections.append(evaluation_markdown(payload, title=f"Defense `{spec}`"))
+        sections.append(evaluation_markdown(result, title=f"Defense `{spec}`"))
         strongest = payload["strongest_attack"]["name"]
         curves[f"{spec.split(':')[0]} / {strongest}"] = (result.scores[strongest], result.labels)
     log("[4/4] reading the defender's release decision")

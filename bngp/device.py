@@ -31,7 +31,7 @@ __all__ = ["CHUNK_ELEMENTS", "DeviceName", "DEVICE_NAMES", "resolve_device", "to
 #: each) stay in a core's cache from one pass to the next: f(D)'s division
 #: (:meth:`bngp.release.mechanism.SummaryStatistics.statistic`), a release's noise arithmetic
 #: (:func:`bngp.defenses.network.composed_release`) and, a quarter of it, the spans of
-#: :func:`bngp.ridge.logistic_calibration`.
+#: :func:`bngp.linear.logistic_calibration`.
 CHUNK_ELEMENTS = 1 << 17
 
 #: "auto": CUDA when ``torch.cuda.is_available()``, else the CPU; "cpu"; "cuda" (the current CUDA device).
@@ -101,11 +101,8 @@ def subnormals_flushed() -> Iterator[None]:
 
     An attacker trained towards perfect membership inference drives its gradients into the
     subnormal range, and every product with a subnormal operand takes the CPU's slow path
-    (measured: a fresh attacker's backward pass, K = 200 with a composition of 5, 82 ms a step
-    for 450 steps, then 2.2 s a step over its last 50, with 4,683 subnormal gradient entries;
-    79 ms flushed).  Values that small move no weight: Adam's step for a gradient below 2^-126
-    is below 1e-30, under the last bit of any weight above 1e-23; that check's attacker ran the
-    same 600 steps flushed, and its cross-entropy on 512 held-out draws had the same bits.
+    (``docs/design/numerics.md``).  Values that small move no weight: Adam's step for a gradient
+    below 2^-126 is below 1e-30, under the last bit of any weight above 1e-23.
 
     Only the calling thread's mode changes; torch's intra-op workers keep theirs (one thread per
     process by default on a 2-core machine, :func:`bngp.threads.default_threads`)."""

@@ -16,8 +16,8 @@ from typing import IO, Any, Iterator
 
 __all__ = ["atomic_write", "write_json", "write_text", "save_npz", "NPZ_COMPRESSLEVEL", "load_torch_payload"]
 
-#: zlib level of the toolkit's large .npz archives (level 1: ~6x faster than numpy's default on noisy
-#: floats and packed bits, ~10% larger; any .npz reader reads it).
+#: zlib level of the toolkit's large .npz archives (level 1: much faster than numpy's default on noisy
+#: floats and packed bits, slightly larger, ``docs/design/numerics.md``; any .npz reader reads it).
 NPZ_COMPRESSLEVEL = 1
 
 

@@ -120,7 +120,7 @@ def roc_curve(scores: np.ndarray, labels: np.ndarray) -> RocCurve:
 def auc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Area under the ROC curve = P(score_member > score_nonmember) + P(tie)/2."""
     scores, labels = _flatten(scores, labels)
-    from scipy.stats import rankdata  # scipy.stats takes 0.7 s to import: only when used
+    from scipy.stats import rankdata  # scipy.stats is slow to import: only when used
 
     ranks = rankdata(scores)
     n_pos = labels.sum()
@@ -146,7 +146,7 @@ def release_aucs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     keep = (n_pos > 0) & (n_pos < labels.shape[1])
     scores, positives = scores[keep], positives[keep]
     # the rank sum of the members: one sort per row; a row without ties ranks its sorted entries
-    # 1..n, and only rows with ties go through scipy's average ranks (8x slower on 500 x 200)
+    # 1..n, and only rows with ties go through scipy's average ranks (slower)
     order = np.argsort(scores, axis=1)
     ordered = np.take_along_axis(scores, order, axis=1)
     rank_sums = np.take_along_axis(positives, order, axis=1) @ np.arange(1.0, scores.shape[1] + 1.0)

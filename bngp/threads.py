@@ -18,9 +18,9 @@ __all__ = ["default_threads", "set_threads"]
 
 
 def default_threads() -> int:
-    """Threads per process by default: 1 on machines of up to 2 cores (measured on this project's
-    2-core machine: torch training with its default threads on a busy machine ran 4-10x slower
-    than with one), else half the cores (at most 8)."""
+    """Threads per process by default: 1 on machines of up to 2 cores (two intra-op threads of one
+    process wait for each other at every operation; ``docs/design/linear.md``), else half the cores
+    (at most 8)."""
     cores = os.cpu_count() or 1
     return 1 if cores <= 2 else min(8, cores // 2)
 

@@ -7,7 +7,7 @@ inside another (directly, or by library code through :func:`phase` while the tim
 running) is its own entry, named ``"outer / inner"``, and its time is not counted again in
 the outer one: the totals add up to the time covered.  This is how the game's refit reports
 the LAPACK tridiagonal reduction inside its fit (``"refit: fit / tridiagonal reduction"``,
-:mod:`bngp.ridge`) without the ridge code knowing about the game.  On a GPU the work a phase
+:mod:`bngp.linear`) without the ridge code knowing about the game.  On a GPU the work a phase
 queues may still be running when its Python code returns: a timer given a ``synchronize``
 callable (``torch.cuda.synchronize``) waits for the device at both ends of every phase, so
 that each phase is charged with its own kernels.
@@ -143,7 +143,7 @@ def matvec_bandwidth(size: int = 4096, repeats: int = 8, dtype: "torch.dtype | N
     threads: the bytes of a ``size`` x ``size`` matrix (default float64; 128 MiB at 4096, larger
     than the caches) read per second by ``matrix @ vector`` (BLAS gemv), best of three timings of
     ``repeats`` products after one warm-up.  The reference of work bound by reading a matrix once
-    per vector, as the matrix-vector half of a tridiagonal reduction (:mod:`bngp.ridge`)."""
+    per vector, as the matrix-vector half of a tridiagonal reduction (:mod:`bngp.linear`)."""
     import torch
 
     dtype = torch.float64 if dtype is None else dtype

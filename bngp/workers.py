@@ -1,11 +1,10 @@
 """A helper process: the second core of a small machine, for independent pieces of one job.
 
 Every bngp process runs torch and BLAS on ``--threads`` threads, one by default on a machine of
-up to 2 cores: two intra-op threads of one process wait for each other at every operation, and
-on a busy 2-core machine that made training 4-10x slower (``docs/results.md``, Speed).  Two
-*independent* pieces of work in two single-threaded processes never wait for each other: on an
-idle machine they take the time of the longer one, on a busy one they share the cores as serial
-work would.
+up to 2 cores (:func:`bngp.threads.default_threads`): two intra-op threads of one process wait for
+each other at every operation.  Two *independent* pieces of work in two single-threaded processes
+never wait for each other: on an idle machine they take the time of the longer one, on a busy one
+they share the cores as serial work would (``docs/design/linear.md``).
 
 :class:`Helper` is one spawned worker process (torch and BLAS limited to ``threads``) that runs
 functions submitted to it while the caller goes on; :func:`helping` makes it the current helper
@@ -14,8 +13,9 @@ of the code it wraps (a context variable, read by :func:`current_helper`).  Who 
 - :func:`bngp.evaluate.evaluate_defense` with ``workers=2`` fits and scores the attacks that
   depend on no other attack in the helper while this process fits the linear maps and the
   Bayesian attacker that starts from them;
-- :func:`bngp.ridge.fit_converged_jointly` fits the first two sizes of a learning curve (both are
-  always fitted) at once, the smaller in the helper.
+- the linear attacks and the Bayesian attacker's ridge warm start pass the current helper to
+  :func:`bngp.linear.fit_converged_jointly` (a :class:`bngp.linear.Prefetcher`), which fits the
+  first two sizes of a learning curve (both are always fitted) at once, the smaller in the helper.
 
 Arguments and results travel pickled *by value* (bytes through a pipe, tensors included), never
 through shared memory, so a container with a small ``/dev/shm`` works as well as any machine.
@@ -94,7 +94,7 @@ class Helper:
     that one submitted first can overtake them.
     """
 
-    def __init__(self, threads: int = 1, preload: tuple[str, ...] = ("bngp.ridge",)) -> None:
+    def __init__(self, threads: int = 1, preload: tuple[str, ...] = ("bngp.linear",)) -> None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise InputError(f"`threads` of a helper must be an integer >= 1, got {threads!r}.")
         self.threads = threads
@@ -167,10 +167,8 @@ class Helper:
 
 
 #: the smallest evaluation (individuals x release width) for which ``workers="auto"`` starts a helper
-#: process.  Measured on the 2-core machine, `evaluate --attacks all`, one thread, alone then with a
-#: helper: K x |Q| = 100 x 500, 12 -> 14 s; 200 x 1000, 17 -> 17 s; 400 x 2000, 51-54 -> 41-44 s;
-#: 800 x 5000, 260 -> 162-177 s (docs/results.md, Speed): below about 200 x 1000 the helper's start
-#: (a second Python with torch) costs what the second core saves.
+#: process: below it the helper's start (a second Python with torch) costs what the second core
+#: saves (``docs/design/linear.md``).
 HELPER_MIN_SIZE = 400 * 1000
 
 
@@ -195,7 +193,7 @@ def resolve_workers(workers: int | str, size: int) -> int:
 
 
 @contextmanager
-def open_helper(workers: int, threads: int, preload: tuple[str, ...] = ("bngp.ridge",)) -> Iterator[Helper | None]:
+def open_helper(workers: int, threads: int, preload: tuple[str, ...] = ("bngp.linear",)) -> Iterator[Helper | None]:
     """A :class:`Helper` (``threads``, ``preload``) made current (:func:`helping`) for the block
     when ``workers`` is 2, else None; closed on leaving."""
     if check_workers(workers) == 1:

@@ -1,7 +1,11 @@
 """Defenses: noise laws for the released statistic, and the ``--defense SPEC`` registry.
 
-Importing this package registers every built-in defense (``none``, ``laplace``, ``gaussian``,
-``linf``, ``rr``, ``run``, ``matched-*`` and the references at a budget) with :mod:`bngp.defenses.registry`.
+Every defense (``none``, ``laplace``, ``gaussian``, ``linf``, ``rr``, ``run``, ``matched-*``, the
+references at a budget and ``data-independent``) is one entry of :data:`bngp.defenses.registry.DEFENSES`,
+from which the SPEC parser, the ``--defense`` help line and the lists of names are derived.
+
+* :mod:`~bngp.defenses.registry`: the entries, the SPEC grammar and parser;
+  :mod:`~bngp.defenses.context`: what a SPEC factory is given.
 
 * :mod:`~bngp.defenses.base`: the :class:`Defense` interface and its :class:`Guarantee`.
 * :mod:`~bngp.defenses.calibration`: eps, delta, sensitivity <-> noise scale.
@@ -17,7 +21,16 @@ Importing this package registers every built-in defense (``none``, ``laplace``, 
 """
 
 from .base import Defense, Guarantee, NoDefense
-from .registry import DefenseContext, available_defenses, parse_defense_spec, register_defense
+from .context import DefenseContext
+from .registry import (
+    BUDGET_SPECS,
+    DEFENSES,
+    DP_SPECS,
+    DefenseEntry,
+    available_defenses,
+    defense_help,
+    parse_defense_spec,
+)
 from .sensitivity import (
     DEFAULT_SENSITIVITY,
     Sensitivity,
@@ -46,11 +59,10 @@ from .calibration import (
     linf_epsilon,
     linf_scale,
 )
-from .specs import DP_SPECS  # importing it registers the DP mechanisms' SPECs
 from .trained import TrainedDefense, load_run_defense
 from .matched_run import MatchedDefense, matched_to_run
 from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense, clipped_deviation_loss
-from .budget import (  # importing it registers the SPECs of the references at a utility budget
+from .budget import (
     CALIBRATION_DRAWS,
     CALIBRATION_SEED,
     REFERENCE_KINDS,
@@ -73,7 +85,10 @@ from .matched import (
 )
 
 __all__ = [
+    "BUDGET_SPECS",
+    "DEFENSES",
     "DP_SPECS",
+    "DefenseEntry",
     "NOISE_LAWS",
     "ShrinkNoiseDefense",
     "clipped_deviation_loss",
@@ -98,7 +113,7 @@ __all__ = [
     "DefenseContext",
     "available_defenses",
     "parse_defense_spec",
-    "register_defense",
+    "defense_help",
     "DEFAULT_SENSITIVITY",
     "Sensitivity",
     "max_pairwise_hamming",

@@ -48,14 +48,15 @@ from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.rng import make_rng, torch_generator
 from .base import Defense
 from .linear_optimum import optimise_precisions
-from .registry import DefenseContext, register_defense
+from .context import DefenseContext, DefenseFactory
 from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense
 
 __all__ = [
+    "data_independent_factory",
+    "spec_factory",
     "CALIBRATION_DRAWS",
     "CALIBRATION_SEED",
     "MEASUREMENT_SEED",
-    "BUDGET_SPECS",
     "REFERENCE_KINDS",
     "UtilityBudget",
     "BudgetSetting",
@@ -76,8 +77,6 @@ CALIBRATION_DRAWS = 2000
 CALIBRATION_SEED = 20241009
 #: the seed of the noise of :meth:`BudgetSetting.measured_loss`.
 MEASUREMENT_SEED = CALIBRATION_SEED + 1
-#: the defense SPECs of the references, each taking ``budget=U``.
-BUDGET_SPECS = ("budget-laplace", "budget-gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
 #: the references :func:`reference_at_budget` builds.
 REFERENCE_KINDS = ("laplace", "gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
 
@@ -296,7 +295,7 @@ def reference_at_budget(kind: str, setting: BudgetSetting, budget: UtilityBudget
     raise InputError(f"unknown reference {kind!r}; known: {', '.join(REFERENCE_KINDS)}.")
 
 
-def _spec_factory(spec_name: str, kind: str, keys: tuple[str, ...]):
+def spec_factory(spec_name: str, kind: str, keys: tuple[str, ...]) -> DefenseFactory:
     def build(params: dict[str, str], context: DefenseContext) -> Defense:
         unknown = [key for key in params if key not in ("budget", *keys)]
         if unknown:
@@ -319,19 +318,10 @@ def _spec_factory(spec_name: str, kind: str, keys: tuple[str, ...]):
         return defense
 
     build.__doc__ = f"``{spec_name}:budget=U[,{',' .join(k + '=...' for k in keys)}]``: {kind} at a utility budget."
-    return register_defense(spec_name)(build)
+    return build
 
 
-_spec_factory("budget-laplace", "laplace", ())
-_spec_factory("budget-gaussian", "gaussian", ())
-_spec_factory("shrinkage", "shrinkage", ("shrink", "noise"))
-_spec_factory("suppression", "suppression", ())
-_spec_factory("linear-optimal", "linear-optimal", ("noise",))
-_spec_factory("time-sharing", "time-sharing", ())
-
-
-@register_defense("data-independent")
-def _data_independent(params: dict[str, str], context: DefenseContext) -> Defense:
+def data_independent_factory(params: dict[str, str], context: DefenseContext) -> Defense:
     """``data-independent``: the data-independent release x = f(theta) (shrinkage 1, no noise; loss L0,
     arXiv:2410.07414 section 3.3)."""
     if params:

@@ -31,11 +31,11 @@ from bngp.rng import SeedLike, resolve_seed, torch_generator
 from bngp.validation import check_positive_int
 from .base import Defense
 from .matched import match_utility, release_weights, utility_loss
-from .registry import DefenseContext, float_param, register_defense
+from .context import DefenseContext, DefenseFactory, float_param
 from .sensitivity import resolve_sensitivity
 from .trained import load_run_defense
 
-__all__ = ["matched_to_run", "MatchedDefense"]
+__all__ = ["matched_factory", "matched_to_run", "MatchedDefense"]
 
 _NORMS = {"laplace": "l1", "gaussian": "l2", "linf": "linf"}
 
@@ -145,7 +145,8 @@ def _draws(text: str, kind: str) -> int:
     return check_positive_int("draws", value, minimum=2)
 
 
-def _factory(kind: str):
+def matched_factory(kind: str) -> DefenseFactory:
+    """The SPEC factory of ``matched-KIND:run=RUN_DIR[,sensitivity=S][,draws=N]`` (gaussian: ``,delta=D``)."""
     def build(params: dict[str, str], context: DefenseContext) -> Defense:
         allowed = {"run", "sensitivity", "draws"} | ({"delta"} if kind == "gaussian" else set())
         unknown = set(params) - allowed
@@ -160,7 +161,3 @@ def _factory(kind: str):
         return MatchedDefense(f"matched-{kind}", defense, record)
 
     return build
-
-
-for _kind in _NORMS:
-    register_defense(f"matched-{_kind}")(_factory(_kind))

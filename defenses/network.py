@@ -16,7 +16,7 @@ K + q and |Q| (:func:`defender_widths`), the bottleneck capped at the paper's 50
 Optionally (``full_rank_noise``) plus per-attribute Gaussian noise sigma * e, e ~ N(0, I_|Q|),
 sigma >= 0 learned: the network's own noise comes from q uniforms through a 500-wide layer,
 so it lies near a q-dimensional manifold that a linear attacker fitted on enough releases
-projects out (whitened by the noise covariance, :func:`bngp.ridge.fit_whitened`); sigma * e
+projects out (whitened by the noise covariance, :func:`bngp.linear.fit_whitened`); sigma * e
 has full rank whatever q.
 """
 

@@ -1,5 +1,5 @@
 """The ``--defense SPEC`` factories of the DP mechanisms (``laplace:eps=1``, ``gaussian:...``,
-``linf:...``, ``rr:...``), registered with :mod:`bngp.defenses.registry`."""
+``linf:...``, ``rr:...``), listed in :data:`bngp.defenses.registry.DEFENSES`."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ from bngp.errors import InputError
 from bngp.validation import check_delta, check_epsilon
 from .base import Defense
 from .dp import DEFAULT_SAMPLER, check_sampler, GaussianDefense, LaplaceDefense, LinfKNormDefense, RandomizedResponseDefense
-from .registry import DefenseContext, float_param, register_defense
+from .context import DefenseContext, DefenseFactory, float_param
 from .sensitivity import DEFAULT_SENSITIVITY, Sensitivity, resolve_sensitivity
 
-__all__ = ["DP_SPECS"]
-
-#: the SPEC names registered here.
-DP_SPECS = ("laplace", "gaussian", "linf", "rr")
+__all__ = ["gaussian_factory", "pure_factory", "rr_factory"]
 
 
 def _check_keys(params: dict[str, str], allowed: tuple[str, ...], name: str) -> None:
@@ -47,7 +44,8 @@ def _sensitivity(params: dict[str, str], norm: str, context: DefenseContext) -> 
     return resolve_sensitivity(text, norm, context.population, context.n_members)
 
 
-def _pure_factory(name: str, defense: type[LaplaceDefense] | type[LinfKNormDefense], norm: str, samplers: str):
+def pure_factory(name: str, defense: type[LaplaceDefense] | type[LinfKNormDefense], norm: str,
+                 samplers: str) -> DefenseFactory:
     """The SPEC factory of a pure eps-DP additive mechanism calibrated in the ``norm`` sensitivity:
     ``NAME:epsilon=E|scale=B[,sensitivity=S][,sampler=SAMPLERS]``."""
 
@@ -61,15 +59,10 @@ def _pure_factory(name: str, defense: type[LaplaceDefense] | type[LinfKNormDefen
         return defense(scale, sensitivity, sampler=sampler)
 
     build.__doc__ = f"``{name}:epsilon=E|scale=B[,sensitivity=S][,sampler={samplers}]``."
-    return register_defense(name)(build)
+    return build
 
 
-_pure_factory("laplace", LaplaceDefense, "l1", "torch|opendp")
-_pure_factory("linf", LinfKNormDefense, "linf", "torch")
-
-
-@register_defense("gaussian")
-def _gaussian_factory(params: dict[str, str], context: DefenseContext) -> Defense:
+def gaussian_factory(params: dict[str, str], context: DefenseContext) -> Defense:
     """``gaussian:epsilon=E|scale=S,delta=D[,sensitivity=S][,sampler=torch|opendp]``."""
     _check_keys(params, ("epsilon", "delta", "scale", "sensitivity", "sampler"), "gaussian")
     epsilon, scale = _epsilon_or_scale(params, "gaussian")
@@ -92,8 +85,7 @@ def _bool_param(params: dict[str, str], key: str, default: bool) -> bool:
     raise InputError(f"`{key}` must be true or false, got {text!r}.")
 
 
-@register_defense("rr")
-def _rr_factory(params: dict[str, str], context: DefenseContext) -> Defense:
+def rr_factory(params: dict[str, str], context: DefenseContext) -> Defense:
     """``rr:epsilon=E[,sensitivity=paper|replace|L][,debias=true|false][,sampler=torch|opendp]``."""
     _check_keys(params, ("epsilon", "sensitivity", "debias", "sampler"), "rr")
     epsilon = check_epsilon(float_param(params, "epsilon", "rr"))

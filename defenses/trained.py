@@ -18,9 +18,9 @@ from bngp.errors import DataFormatError, MissingFileError
 from bngp.run_dir import verify_run
 from .base import Defense
 from .network import composed_noise
-from .registry import DefenseContext, register_defense
+from .context import DefenseContext
 
-__all__ = ["TrainedDefense", "load_run_defense"]
+__all__ = ["TrainedDefense", "load_run_defense", "run_factory"]
 
 
 class TrainedDefense(Defense):
@@ -80,8 +80,8 @@ def load_run_defense(run_dir: str | Path, context: DefenseContext | None = None)
     return TrainedDefense(artifact, str(run_dir))
 
 
-@register_defense("run", positional="dir")
-def _run_defense(params: dict[str, str], context: DefenseContext) -> Defense:
+def run_factory(params: dict[str, str], context: DefenseContext) -> Defense:
+    """``run:RUN_DIR``: the trained defender of a run directory (:func:`load_run_defense`)."""
     if set(params) != {"dir"}:
         raise DataFormatError("defense `run` is written run:RUN_DIR.")
     return load_run_defense(params["dir"], context)

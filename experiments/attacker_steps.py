@@ -69,7 +69,7 @@ def measure(individuals: int, snvs: int, specs: Sequence[str], patiences: Sequen
         result = evaluate_defense(population, prior, defense, {"linear": LinearAttack(), "bayesian": bayesian},
                                   releases=50, seed=seed, n_members=members)
         wall = time.perf_counter() - started
-        curve = result.attacks["bayesian"]["training_curve"]
+        curve = result.attacks["bayesian"].training_curve
         stops = {}
         for patience in patiences:
             stop, kept = early_stop(curve["steps"], curve["cross_entropy"], patience)
@@ -78,16 +78,16 @@ def measure(individuals: int, snvs: int, specs: Sequence[str], patiences: Sequen
         defenses.append({
             "defense": spec,
             "utility_loss": result.utility_loss,
-            "linear_auc": result.attacks["linear"]["auc"],
-            "bayesian_auc": result.attacks["bayesian"]["auc"],
-            "linear_seconds": result.attacks["linear"]["seconds"],
-            "bayesian_seconds": result.attacks["bayesian"]["seconds"],
+            "linear_auc": result.attacks["linear"].auc,
+            "bayesian_auc": result.attacks["bayesian"].auc,
+            "linear_seconds": result.attacks["linear"].seconds,
+            "bayesian_seconds": result.attacks["bayesian"].seconds,
             "wall_seconds": wall,
             "training_curve": curve,
             "early_stopping": stops,
         })
         print(f"[attacker-steps] {spec}: kept step {curve['best_step']} of {curve['steps'][-1]}, bayesian AUC "
-              f"{result.attacks['bayesian']['auc']:.4f} ({result.attacks['bayesian']['seconds']:.0f} s)", flush=True)
+              f"{result.attacks['bayesian'].auc:.4f} ({result.attacks['bayesian'].seconds:.0f} s)", flush=True)
     return {"individuals": individuals, "snvs": snvs, "members": members, "seed": seed, "threads": threads,
             "matmul_flops_float32": peak, "peak_rss_gib": peak_rss_bytes() / 2**30, "defenses": defenses}
 

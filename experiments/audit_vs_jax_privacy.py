@@ -10,8 +10,7 @@ Compared (confidence 0.95 = jax significance 0.05):
 
 * eps, delta = 0: ``many_run_audit`` (default rule "auto": a probe of 16 scores per side
   sees the support, then thresholds at the values of discrete scores or the order-statistic
-  grid on the other scores; "grid" on every score, the default until 2026-11-24; the
-  earlier default "bonferroni"; and for two-valued scores "explicit" at 0.5, the threshold the
+  grid on the other scores; "grid" on every score; "bonferroni"; and for two-valued scores "explicit" at 0.5, the threshold the
   mechanism's output space fixes in advance) vs jax ``epsilon_clopper_pearson(0.05)`` (its
   default: Bonferroni over the vertices of the empirical ROC's upper hull, one-sided).
 * GDP, delta = 1e-5: ``gdp_audit`` mu_lb and eps vs jax ``epsilon_from_gdp(0.05, 1e-5)`` as

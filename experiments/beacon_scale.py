@@ -1,4 +1,4 @@
-"""Beacon scale on one machine (issue 17, item 1): simulate -> VCF round trip -> DP release -> attacks.
+"""Beacon scale on one machine: simulate -> VCF round trip -> DP release -> attacks.
 
 Runs the product's own commands, each in its own process so that its wall time and peak
 resident memory (``wait4``'s ``ru_maxrss`` of that process alone) are measured separately:

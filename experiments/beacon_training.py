@@ -1,4 +1,4 @@
-"""BNGP training at beacon scale on one machine (issue 17, item 3): 2,500 individuals x 100,000 SNVs.
+"""BNGP training at beacon scale on one machine: 2,500 individuals x 100,000 SNVs.
 
 Runs the product's own commands, each in its own process, so that each one's wall time and peak
 resident memory (``wait4``'s ``ru_maxrss``) are its own (:func:`beacon_scale.run_stage`):
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
 def _report(r: dict) -> str:
     flops = r["matmul_flops_float32"]
     lines = [
-        f"# BNGP training at {r['individuals']:,} individuals x {r['snvs']:,} SNVs (issue 17, item 3)",
+        f"# BNGP training at {r['individuals']:,} individuals x {r['snvs']:,} SNVs",
         "",
         f"`bngp train --attacker per-individual --individual-batch {r['individual_batch']}`, "
         f"{r['steps']} defender steps of batch {r['batch_size']}, kappa {r['kappa']:g}, {r['members']:,} members, "

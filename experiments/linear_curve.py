@@ -1,7 +1,7 @@
 """The product's `linear` attack on a reproduction's defense, its learning curve continued past the
 default float budget: where does it level off?
 
-`bngp.ridge.max_shadow_releases` stops a converged fit at 2^27 floats of shadow releases (26,843 at
+`bngp.linear.max_shadow_releases` stops a converged fit at 2^27 floats of shadow releases (26,843 at
 |Q| = 5,000), so on a weak or composed release the report's curve can end "NOT converged".  This
 runs the same attack (same seed, so the same first curve points and the same evaluation releases
 as the report) with a larger cap, on a defense (a `--defense` SPEC, such as the run directory
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     attack = LinearAttack(max_shadow_releases=args.max_shadow)
     result = evaluate_defense(experiment.population, experiment.prior, defense, {"linear": attack},
                               releases=experiment.budget.releases, seed=args.seed, n_members=experiment.sizes.members)
-    entry = result.attacks["linear"]
+    entry = result.attacks["linear"].to_dict()
     record = {
         "experiment": args.experiment, "defense_spec": args.defense, "scale": args.scale, "seed": args.seed,
         "defense": result.defense, "max_shadow_releases": args.max_shadow,

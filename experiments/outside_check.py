@@ -15,7 +15,7 @@ A ``bngp reproduce frontier`` report, or its sweep directory before the report e
 cell by cell (the BNGP cells through the trained defenders the sweep keeps; each verdict stored in
 the sweep's ``outside/`` and reused).  So is a reproduction in progress, from its runs directory
 (``OUT/NAME/runs/SCALE_seedS``: the stored evaluations of the settings finished so far, each
-verdict stored in its ``outside/`` and reused), for a paper-scale run spread over sessions.
+verdict stored in its ``outside/`` and reused), for a paper-scale run spread over several invocations.
 
 Writes ``DIR.outside.json`` and ``DIR.outside.md`` next to the report directory (not inside it:
 a report directory is complete and listed in its manifest).
@@ -122,7 +122,7 @@ def check_frontier(directory: Path, *, shadow: int, validation: int, test: int) 
     directory (before the report exists): DP cells through their SPEC, BNGP cells through the
     trained defender the sweep keeps in ``runs/<key>/``.  Each verdict is stored in the sweep's
     ``outside/<key>.json`` and reused for the same parameters, so a paper-scale frontier spread
-    over sessions is checked cell by cell while each BNGP cell's defender is still on disk (the
+    over several invocations is checked cell by cell while each BNGP cell's defender is still on disk (the
     defenders are not committed).  A cell stores only its mean AUC, so the margin is two
     standard errors of the outside ridge's own test AUC."""
     sweep_dir, records, payload = _frontier_records(directory)

@@ -2,7 +2,7 @@
 the release to the membership vector, its penalty chosen on validation releases over the whole
 spectrum.
 
-It shares no code with the product's attackers (``bngp.ridge``, ``bngp.attacks``): it is the
+It shares no code with the product's attackers (``bngp.linear``, ``bngp.attacks``): it is the
 reviewer's check that the product's strongest attack is not weaker than a textbook attacker
 fitted on thousands of shadow releases.  Only the releases themselves come from the product
 (``bngp release --draws`` writes them for any defense).

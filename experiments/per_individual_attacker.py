@@ -86,7 +86,7 @@ def run_cell(population_file: Path, defense_spec: str, attack: str, members: int
     instance = get_attack(attack)
     result = evaluate_defense(population, prior, defense, {attack: instance}, releases=releases, seed=seed,
                               n_members=members)
-    entry = result.attacks[attack]
+    entry = result.attacks[attack].to_dict()
     labels = np.ascontiguousarray(result.labels)
     record = {
         "auc": entry["auc"],
@@ -135,7 +135,7 @@ def inversion_path(population_file: Path, defense_spec: str, members: int, relea
                               releases=releases, seed=seed, n_members=members)
     return {
         "labels_sha256": hashlib.sha256(np.ascontiguousarray(result.labels).tobytes()).hexdigest(),
-        "auc": {ridge: entry["auc"] for ridge, entry in result.attacks.items()},
+        "auc": {ridge: entry.auc for ridge, entry in result.attacks.items()},
     }
 
 
@@ -180,7 +180,7 @@ def report_markdown(payload: dict) -> str:
     lines = [
         "# Per-individual attacker H(x, d_k) vs the K-output Bayesian attacker",
         "",
-        f"`python experiments/per_individual_attacker.py --scale {payload['scale']}` (issue 17 item 2; "
+        f"`python experiments/per_individual_attacker.py --scale {payload['scale']}` ("
         "arXiv:2410.07414, sections 3.2 and 4). "
         f"K = {k}, N = {n}, |Q| = {q} ({payload['population']['source']}, seed {payload['seed']}); "
         f"{payload['releases']} evaluation releases, the same for both attackers (labels checked equal); each "

@@ -59,6 +59,7 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA, budg
              batch_size: int | None = None) -> dict:
     from bngp import GameConfig, Game, UniformSubsetPrior, simulate_genome
     from bngp.game import SUMMARY_FILE, TrainingSummary
+    from bngp.game.config import flat_record
     from bngp.errors import BNGPError
     from bngp.run_dir import verify_run
     from bngp.defenses import load_run_defense
@@ -69,11 +70,11 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA, budg
     prior = UniformSubsetPrior(K, N)
     run_dir = out / f"run_seed{seed}"
     settings = {"steps": steps, "batch_size": batch_size}
-    config = GameConfig(kappa=kappa, seed=seed, **{name: value for name, value in settings.items() if value},
-                        **({"objective": "utility-budget", "budget": budget} if budget is not None else {}))
+    config = GameConfig.from_flat({"kappa": kappa, "seed": seed, **{name: value for name, value in settings.items() if value},
+                                   **({"objective": "utility-budget", "budget": budget} if budget is not None else {})})
     train_started = time.perf_counter()
     try:  # a complete run of this configuration (from an interrupted invocation) is reused
-        reused = verify_run(run_dir)["config"] == json.loads(json.dumps(config.to_dict()))
+        reused = flat_record(verify_run(run_dir)["config"]) == json.loads(json.dumps(config.flat()))
     except BNGPError:
         reused = False
     if reused:
@@ -85,7 +86,7 @@ def run_seed(seed: int, steps: int | None, out: Path, kappa: float = KAPPA, budg
     laplace = _evaluate(population, prior, parse_defense_spec(f"matched-laplace:run={run_dir}", DefenseContext(population, N)), seed)
     record = {
         "seed": seed,
-        "config": config.to_dict(),
+        "config": config.flat(),
         "train_seconds": None if reused else train_seconds,
         "selected": summary.selected,
         "exploitability": None if summary.exploitability is None else summary.exploitability.to_dict(),

@@ -1,8 +1,8 @@
 """Evidence for ``GameConfig.selection_patience``: which patience keeps the defender a full run keeps.
 
 Each run trains the default game for its whole budget (``GameConfig()``: 1,500 steps, a refit and a
-scoring of the defender every 50) with no patience, on the setting of the speed issue's strength
-check (K = 200 simulated CEU individuals, N = 100, |Q| = 1000 SNVs, population seed = run seed),
+scoring of the defender every 50) with no patience, on the setting of the speed
+targets' strength check (K = 200 simulated CEU individuals, N = 100, |Q| = 1000 SNVs, population seed = run seed),
 and records every selection scoring (``TrainingSummary.selections``).  A run with patience P is
 the first part of that run up to its stop, its final scoring included (:mod:`bngp.game.early_stop`),
 so :func:`bngp.game.replay_patience` tells exactly, for every P, where it would have stopped and
@@ -52,7 +52,7 @@ def train_run(objective: str, value: float, seed: int, out: Path) -> dict:
 
     population = simulate_genome(K, K, SNVS, seed=seed)
     settings = {"kappa": value} if objective == "preference" else {"objective": objective, "budget": value, "kappa": 0.0}
-    config = GameConfig(seed=seed, fresh_check_steps=0, **settings)
+    config = GameConfig.from_flat({"seed": seed, "fresh_check_steps": 0, **settings})
     peak = matmul_peak_flops()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
@@ -62,7 +62,7 @@ def train_run(objective: str, value: float, seed: int, out: Path) -> dict:
         "objective": objective,
         "value": value,
         "seed": seed,
-        "config": config.to_dict(),
+        "config": config.flat(),
         "train_seconds": time.perf_counter() - started,
         "matmul_gflops_float32": peak / 1e9,
         "threads": torch.get_num_threads(),

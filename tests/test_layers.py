@@ -9,9 +9,10 @@ Each component imports only from its own modules and from components on lower li
     bngp.decision                                        a release against the mechanisms at its utility
     bngp.game, bngp.evaluate, bngp.mechanism_audit      the only places where attacks meet defenses
     bngp.attacks | bngp.defenses                         siblings: never import each other
-    bngp.audit, bngp.release, bngp.ridge, bngp.report
-    bngp.metrics, bngp.data
-    bngp.validation, bngp.rng, bngp.run_dir, bngp.device, bngp.outputs
+    bngp.audit, bngp.release, bngp.linear, bngp.report   bngp.linear: the closed-form linear fits
+    bngp.metrics, bngp.data, bngp.workers,               bngp.workers: the helper process a caller hands to a fit;
+      bngp.evaluation_record                             the EVAL.json record, below bngp.report, which renders it
+    bngp.validation, bngp.rng, bngp.run_dir, bngp.device, bngp.outputs, bngp.threads
     bngp.errors, bngp.io_utils, bngp.timing, bngp.colours
 
 and the module graph has no cycles.  ``bngp.audit`` (scores -> bounds) needs only numpy/scipy.
@@ -30,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = {
     "bngp.errors": 0, "bngp.io_utils": 0, "bngp.timing": 0, "bngp.colours": 0,
-    "bngp.validation": 1, "bngp.rng": 1, "bngp.run_dir": 1, "bngp.device": 1, "bngp.outputs": 1,
-    "bngp.metrics": 2, "bngp.data": 2,
-    "bngp.audit": 3, "bngp.release": 3, "bngp.ridge": 3, "bngp.report": 3,
+    "bngp.validation": 1, "bngp.rng": 1, "bngp.run_dir": 1, "bngp.device": 1, "bngp.outputs": 1, "bngp.threads": 1,
+    "bngp.metrics": 2, "bngp.data": 2, "bngp.workers": 2, "bngp.evaluation_record": 2,
+    "bngp.audit": 3, "bngp.release": 3, "bngp.linear": 3, "bngp.report": 3,
     "bngp.attacks": 4, "bngp.defenses": 4,
     "bngp.game": 5, "bngp.evaluate": 5, "bngp.mechanism_audit": 5,
     "bngp.decision": 6,

@@ -45,8 +45,7 @@ def test_installed_names(tmp_path):
 def test_every_package_on_disk_is_installed():
     """pyproject.toml lists packages explicitly (attacks/ and defenses/ are remapped), so a new
     sub-package left out of the list would be missing from a non-editable install."""
-    import tomllib
-
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     on_disk = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "bngp").rglob("__init__.py")}
     on_disk |= {"bngp.attacks", "bngp.defenses"}
@@ -61,3 +60,16 @@ def test_adult_files_are_package_data():
     shipped = {path.name for path in (ROOT / "bngp" / "data" / "adult_files").iterdir()}
     matched = {name for name in shipped if any(Path(name).match(pattern.split("/")[-1]) for pattern in patterns)}
     assert shipped and matched == shipped, sorted(shipped - matched)
+
+
+def test_every_package_is_listed_in_pyproject():
+    """A wheel holds only the packages pyproject.toml lists: every folder with an __init__.py under bngp/,
+    attacks/ and defenses/ must be there, or a non-editable install misses it."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = set()
+    for folder, name in (("bngp", "bngp"), ("attacks", "bngp.attacks"), ("defenses", "bngp.defenses")):
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((name, *parts)))
+    assert found <= listed, f"missing from pyproject.toml's packages: {sorted(found - listed)}"

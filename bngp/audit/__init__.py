@@ -5,6 +5,7 @@ method, the confidence, delta, how many thresholds were examined and the union b
 pays for that search (:class:`AuditResult`).
 
 * :mod:`~bngp.audit.many_run`: eps and GDP mu lower bounds from many runs.
+* :mod:`~bngp.audit.thresholds`: the many-run threshold rules and the union bound each pays.
 * :mod:`~bngp.audit.order_grid`: joint tests at order statistics fixed in advance, the rule
   their default (``"auto"``) applies to continuous scores after a probe of the support.
 * :mod:`~bngp.audit.roc`: empirical ROC, AUC, TPR at FPR, advantage.
@@ -20,10 +21,13 @@ pays for that search (:class:`AuditResult`).
 * :mod:`~bngp.audit.gan_samples`: privacy calculators for generated samples (Lin, Sekar, Fanti, AISTATS 2021).
 * :mod:`~bngp.audit.per_target`: many-run bounds from R releases x K targets (``bngp evaluate``'s
   scores), one many-run audit per target, Bonferroni over the targets.
+* :mod:`~bngp.audit.methods`: the methods by name: run one, what its bound is, its design and reading.
+* :mod:`~bngp.audit.all_methods`: every score method on the same scores, Bonferroni over the methods.
 * :mod:`~bngp.audit.ceiling`: the largest eps a design can certify (its bound on a perfect
   attack), and a bound read against it and against a claimed eps.
 """
 
+from bngp.audit.all_methods import ALL_METHODS, AllMethodsResult, audit_all
 from bngp.audit.binomial import (
     BinomialBound,
     binomial_bound,
@@ -73,24 +77,20 @@ from bngp.audit.gan_samples import (
     tv_lower_bound_from_roc,
     tv_upper_bound_from_dp,
 )
-from bngp.audit.many_run import (
-    BOUND_KINDS,
-    DEFAULT_STRATEGY,
-    STRATEGIES,
-    GdpResult,
-    ManyRunResult,
-    gdp_audit,
-    many_run_audit,
-)
+from bngp.audit.many_run import BOUND_KINDS, GdpResult, ManyRunResult, gdp_audit, many_run_audit
+from bngp.audit.methods import SCORE_METHODS, read_result, score_method_audit
 from bngp.audit.order_grid import grid_levels, grid_p_values
 from bngp.audit.one_run import OneRunResult, default_one_run_candidates, one_run_audit, one_run_search
 from bngp.audit.panoramia import PanoramiaResult, panoramia_audit
 from bngp.audit.per_target import PER_TARGET_METHODS, PerTargetResult, per_target_audit
 from bngp.audit.results import AuditResult
 from bngp.audit.roc import RocCurve, RocSummary, roc_curve, roc_summary
+from bngp.audit.thresholds import DEFAULT_STRATEGY, STRATEGIES
 from bngp.audit.tradeoff import gdp_delta, gdp_epsilon, laplace_delta, laplace_epsilon
 
 __all__ = [
+    "ALL_METHODS",
+    "AllMethodsResult",
     "AuditResult",
     "BOUND_KINDS",
     "BinomialBound",
@@ -114,8 +114,10 @@ __all__ = [
     "PerTargetResult",
     "RocCurve",
     "RocSummary",
+    "SCORE_METHODS",
     "STRATEGIES",
     "auc_upper_bound",
+    "audit_all",
     "binomial_bound",
     "binomial_p_value",
     "bits_audit",
@@ -155,7 +157,9 @@ __all__ = [
     "read_bound",
     "roc_curve",
     "roc_summary",
+    "read_result",
     "roc_tpr_upper_bound",
+    "score_method_audit",
     "theta_from_error_rate",
     "tv_lower_bound_from_auc",
     "tv_lower_bound_from_roc",

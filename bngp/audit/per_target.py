@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from bngp.audit.inputs import SeedLike, check_confidence, check_delta
-from bngp.audit.many_run import DEFAULT_STRATEGY, gdp_audit, many_run_audit
+from bngp.audit.many_run import gdp_audit, many_run_audit
+from bngp.audit.thresholds import DEFAULT_STRATEGY
 from bngp.audit.results import AuditResult
 from bngp.errors import DataFormatError, InputError
 from bngp.validation import check_finite_array

@@ -48,7 +48,7 @@ from bngp.device import resolve_device
 from bngp.io_utils import write_json, write_text
 from bngp.report import mechanism_audit_markdown, plot_tradeoff
 from bngp.outputs import add_force_arg, claim_report_outputs
-from bngp.defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.registry import DefenseContext, defense_help, parse_defense_spec
 
 __all__ = ["add_parser", "run"]
 
@@ -85,10 +85,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--defense",
         required=True,
         metavar="SPEC",
-        help=(
-            "none | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | rr:epsilon=E | "
-            "run:RUN_DIR | matched-laplace:run=RUN_DIR ..."
-        ),
+        help=defense_help(),
     )
     parser.add_argument("--mode", required=True, choices=MODES, help="audit design")
     parser.add_argument(

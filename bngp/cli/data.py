@@ -101,6 +101,7 @@ def _check_image_sizes(args: argparse.Namespace) -> dict:
     """The loader's keyword arguments, with every size checked against the data (for mnist,
     against the IDX headers: nothing is read in full yet)."""
     from bngp.data import images
+    from bngp.data.idx import find_mnist_files, read_idx_shape
     from bngp.data.population import resolve_pool_sizes
 
     defaults = images.DIGITS_DEFAULTS if args.dataset == "digits" else images.MNIST_DEFAULTS
@@ -110,8 +111,8 @@ def _check_image_sizes(args: argparse.Namespace) -> dict:
         available, pool, what = images.DIGITS_IMAGES, images.DIGITS_IMAGES - train - calibration, "the digits"
         kwargs = {"train": train, "calibration": calibration}
     else:
-        files = images.find_mnist_files(args.mnist_dir)
-        available, pool = images.read_idx_shape(files["train-images"])[0], images.read_idx_shape(files["test-images"])[0]
+        files = find_mnist_files(args.mnist_dir)
+        available, pool = read_idx_shape(files["train-images"])[0], read_idx_shape(files["test-images"])[0]
         what = "MNIST t10k"
         kwargs = {"train_size": train, "calibration_size": calibration}
     if train + calibration > available:

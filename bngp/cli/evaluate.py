@@ -119,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
                                   progress=not args.quiet)
         payload["decision"] = decision.to_dict()
     payload["roc_plot"] = str(plot_path)
-    curves = {name: entry["learning_curve"] for name, entry in payload["attacks"].items() if "learning_curve" in entry}
-    training = {name: entry["training_curve"] for name, entry in payload["attacks"].items() if entry.get("training_curve")}
+    curves = {name: attack.learning_curve for name, attack in result.attacks.items() if attack.learning_curve is not None}
+    training = {name: attack.training_curve for name, attack in result.attacks.items() if attack.training_curve}
     if curves or training:
         payload["learning_curve_plot"] = str(curve_path)
     with outputs.staged() as stage:
@@ -132,9 +132,10 @@ def run(args: argparse.Namespace) -> int:
             with atomic_write(stage(args.scores_out)) as handle:
                 np.savez_compressed(handle, labels=result.labels,
                                     **{f"{name}_scores": scores for name, scores in result.scores.items()})
-        write_text(stage(out.with_suffix(".md")), evaluation_markdown(payload, title=f"Evaluation of `{args.defense}`"))
+        write_text(stage(out.with_suffix(".md")), evaluation_markdown(
+            result, title=f"Evaluation of `{args.defense}`", decision=payload.get("decision"), budget=payload.get("budget")))
         write_json(stage(out), payload)
-    summary = {name: round(entry["auc"], 4) for name, entry in payload["attacks"].items()}
+    summary = {name: round(attack.auc, 4) for name, attack in result.attacks.items()}
     print(json.dumps({"defense": args.defense, "utility_loss": round(payload["utility_loss"], 6),
                       "data_independent_utility_loss": round(result.utility["data_independent_utility_loss"], 6), "auc": summary,
                       "strongest_attack": payload["strongest_attack"]["name"],

@@ -10,50 +10,36 @@ Three sources of membership vectors, exactly one per call:
 
 The last two write ``releases`` (M, |Q|) float64, ``memberships`` (M, K) int8, ``individual_ids``,
 ``attribute_names``, ``defense``, ``seed`` and ``n_members`` (per row), so that outside
-researchers can run their own attacks on many releases of a defense.  Rows are generated in
-chunks of :data:`RELEASE_CHUNK` exactly as the evaluation simulator does
-(:func:`bngp.evaluate.make_simulator`): chunk c uses the c-th seed of
-``spawn_seeds(seed, n_chunks)`` for both the membership draw and the noise.  Each row's defense
-is calibrated for that row's number of members (``DefenseContext(population, n)``).
+researchers can run their own attacks on many releases of a defense, drawn by
+:func:`bngp.release.shadow.simulate_releases` (chunks of its ``RELEASE_CHUNK`` rows, seeded as the
+evaluation simulator is).  Each row's defense is calibrated for that row's number of members
+(``DefenseContext(population, n)``).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
-import torch
-from tqdm.auto import tqdm
 
 from bngp.cli import COMMANDS
 from bngp.cli.common import add_population_args, add_threads_arg
 from bngp.data.npz import load_population
-from bngp.data.population import Population
-from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
 from bngp.io_utils import atomic_write, save_npz
-from bngp.release.mechanism import Mechanism
-from bngp.rng import resolve_seed, spawn_seeds, torch_generator
+from bngp.rng import resolve_seed, torch_generator
 from bngp.outputs import OutputSet, add_force_arg, claim_outputs
 from bngp.validation import check_positive_int, check_readable_file
 from bngp.defenses.base import Defense
-from bngp.release.sampling import release_mechanism, sample_releases
-from bngp.defenses.registry import DefenseContext, parse_defense_spec
+from bngp.release.sampling import release_mechanism
+from bngp.release.shadow import RELEASE_CHUNK, publish_batch, simulate_releases
+from bngp.defenses.registry import DefenseContext, defense_help, parse_defense_spec
 
-__all__ = [
-    "RELEASE_CHUNK",
-    "MEMBERSHIP_SUFFIXES",
-    "read_member_ids",
-    "load_memberships",
-    "simulate_releases",
-]
+__all__ = ["MEMBERSHIP_SUFFIXES", "read_member_ids", "load_memberships"]
 
-#: releases generated per chunk (bounds the working memory; part of what a seed reproduces).
-RELEASE_CHUNK = 1000
 #: accepted ``--memberships-file`` formats.
 MEMBERSHIP_SUFFIXES = (".npy", ".txt", ".csv")
 
@@ -71,8 +57,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_threads_arg(parser)
     add_population_args(parser, members=False)
     parser.add_argument("--defense", required=True, metavar="SPEC",
-                        help="none | run:RUN_DIR | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | "
-                             "rr:epsilon=E ...; calibrated for each release's number of members")
+                        help=f"{defense_help()}; calibrated for each release's number of members")
     source = parser.add_argument_group("membership source (exactly one)")
     source.add_argument("--members-file", metavar="IDS.txt",
                         help="one individual id per line: write a single release (default: none)")
@@ -181,81 +166,6 @@ def load_memberships(path: str | Path, n_individuals: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Releases.
-# ---------------------------------------------------------------------------------------------
-
-
-def _release_batch(mechanism: Mechanism, defense: Defense, b: np.ndarray, generator: torch.Generator) -> np.ndarray:
-    """Releases for the rows of ``b`` (float32 0/1): seeded noise, or OpenDP's publishable release
-    when the defense samples with ``sampler=opendp`` (then ``generator`` is unused)."""
-    secure = getattr(defense, "secure_release", None)
-    if secure is not None and getattr(defense, "sampler", "torch") == "opendp":
-        x_hat = mechanism.statistic(torch.as_tensor(b)).double().numpy()
-        return np.asarray(secure(b, x_hat), dtype=np.float64)
-    return sample_releases(mechanism, defense, b, generator)
-
-
-def simulate_releases(
-    population: Population,
-    spec: str,
-    seed: int,
-    *,
-    draws: int | None = None,
-    n_members: int | None = None,
-    memberships: np.ndarray | None = None,
-    chunk: int = RELEASE_CHUNK,
-    progress: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """M releases of the defense ``spec`` for drawn or given memberships.
-
-    Args:
-        population: the K individuals.
-        spec: ``--defense`` SPEC; built once per distinct member count n (its calibration may depend on n).
-        seed: non-negative int; chunk c uses ``spawn_seeds(seed, n_chunks)[c]`` for the draw and the
-            noise, as :func:`bngp.evaluate.make_simulator` does.
-        draws, n_members: draw ``draws`` memberships of ``n_members`` of K uniformly (``memberships`` None).
-        memberships: (M, K) 0/1 int8 matrix, one release per row; rows are processed grouped by
-            member count (ascending), in file order within a group, and returned in file order.
-        chunk: releases generated at once.
-
-    Returns:
-        releases (M, n_outputs) float64 and memberships (M, K) int8.
-    """
-    k = population.n_individuals
-    draw = memberships is None
-    if draw:
-        memberships = np.zeros((draws, k), dtype=np.int8)
-        groups = [(int(n_members), np.arange(draws))]
-    else:
-        sizes = memberships.sum(axis=1, dtype=np.int64)
-        groups = [(int(n), np.flatnonzero(sizes == n)) for n in np.unique(sizes)]
-    m = memberships.shape[0]
-    n_chunks = sum(math.ceil(rows.size / chunk) for _, rows in groups)
-    chunk_seeds = iter(spawn_seeds(seed, n_chunks))
-    releases: np.ndarray | None = None
-    with tqdm(total=m, desc="bngp release", unit="release", disable=not progress) as bar:
-        for n, rows in groups:
-            defense = parse_defense_spec(spec, DefenseContext(population, n))
-            mechanism = release_mechanism(population.genotypes, defense.composition)
-            if releases is None:
-                releases = np.empty((m, mechanism.n_outputs), dtype=np.float64)
-            elif mechanism.n_outputs != releases.shape[1]:
-                raise InputError(f"defense `{spec}` releases a different number of statistics for {n} members.")
-            prior = UniformSubsetPrior(k, n) if draw else None
-            for start in range(0, rows.size, chunk):
-                index = rows[start:start + chunk]
-                chunk_seed = next(chunk_seeds)
-                if draw:
-                    b = prior.sample(index.size, np.random.default_rng(chunk_seed))
-                    memberships[index] = b
-                else:
-                    b = memberships[index].astype(np.float32)
-                releases[index] = _release_batch(mechanism, defense, b, torch_generator(chunk_seed))
-                bar.update(index.size)
-    return releases, memberships
-
-
-# ---------------------------------------------------------------------------------------------
 # The command.
 # ---------------------------------------------------------------------------------------------
 
@@ -286,16 +196,20 @@ def run(args: argparse.Namespace) -> int:
     out = outputs.paths[0]
     population = load_population(args.population)
     k = population.n_individuals
+
+    def defense_for(n: int) -> Defense:
+        return parse_defense_spec(args.defense, DefenseContext(population, n))
+
     if source == "--draws":
         check_positive_int("--members", args.members, maximum=k - 1)
         progress = not args.quiet and args.draws > RELEASE_CHUNK
-        releases, memberships = simulate_releases(population, args.defense, seed, draws=args.draws,
+        releases, memberships = simulate_releases(population, defense_for, seed, label=args.defense, draws=args.draws,
                                                   n_members=args.members, progress=progress)
     else:
         given = load_memberships(args.memberships_file, k)
         progress = not args.quiet and given.shape[0] > RELEASE_CHUNK
-        releases, memberships = simulate_releases(population, args.defense, seed, memberships=given,
-                                                  progress=progress)
+        releases, memberships = simulate_releases(population, defense_for, seed, label=args.defense,
+                                                  memberships=given, progress=progress)
     n_members = memberships.sum(axis=1, dtype=np.int64)
     if progress:
         print(f"bngp release: writing {out} ({releases.nbytes / 2**20:.0f} MiB of releases before compression)",
@@ -319,7 +233,7 @@ def _run_single(args: argparse.Namespace, outputs: OutputSet) -> int:
     b = np.zeros((1, population.n_individuals), dtype=np.float32)
     b[0, rows] = 1.0
     mechanism = release_mechanism(population.genotypes, defense.composition)
-    x = _release_batch(mechanism, defense, b, torch_generator(args.seed))
+    x = publish_batch(mechanism, defense, b, torch_generator(args.seed))
     with outputs.staged() as stage, atomic_write(stage(args.out)) as handle:
         np.savez_compressed(handle, release=x[0], attribute_names=population.attribute_names,
                             defense=np.array(args.defense), seed=np.array(args.seed), n_members=np.array(len(rows)))

@@ -14,7 +14,10 @@ from bngp.cli.common import (
 from bngp.device import resolve_device
 from bngp.errors import InputError
 from bngp.data.population import Population
-from bngp.game import ATTACKER_KINDS, CHECKPOINT_FILE, KAPPA_MAX, OBJECTIVES, Game, GameConfig
+from bngp.game import (
+    ATTACKER_KINDS, CHECKPOINT_FILE, OBJECTIVES, AttackerSettings, DefenderSettings, FreshCheckSettings, Game, GameConfig,
+    ObjectiveSettings, SelectionSettings,
+)
 from bngp.game.start import rank_references
 from bngp.defenses.budget import BudgetSetting
 from bngp.outputs import check_output_folder
@@ -48,7 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "linear-decoder optimum; default with --utility-budget), or f(theta) itself (the default "
                              "otherwise)")
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender updates")
-    parser.add_argument("--attacker-steps", type=int, default=defaults.attacker_steps,
+    parser.add_argument("--attacker-steps", type=int, default=defaults.attacker.steps,
                         help="attacker updates per defender update")
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size, help="membership draws per update")
     parser.add_argument("--against", default="bayesian", metavar="ATTACK",
@@ -62,30 +65,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "trained over the whole composition (paper App. L.6)")
     parser.add_argument("--whole-release-attacker", action="store_true",
                         help="with --compose: the in-game attacker reads the whole composed release instead of the "
-                             "fixed copies pooled by their inverse-variance mean next to the learned block (the "
-                             "behaviour before 2026-11-26; slower)")
-    parser.add_argument("--dp-penalty", type=float, default=defaults.dp_penalty, help="weight of the BGBP penalty")
-    parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker_init,
+                             "fixed copies pooled by their inverse-variance mean next to the learned block "
+                             "(slower)")
+    parser.add_argument("--dp-penalty", type=float, default=defaults.objective.dp_penalty, help="weight of the BGBP penalty")
+    parser.add_argument("--attacker-init", choices=("reconstruction", "paper"), default=defaults.attacker.init,
                         help="in-game attacker: population-informed linear head, or the plain paper network")
-    parser.add_argument("--attacker", default=defaults.attacker_kind, metavar="KIND",
+    parser.add_argument("--attacker", default=defaults.attacker.kind, metavar="KIND",
                         help=f"in-game attacker H: {' or '.join(ATTACKER_KINDS)} (population = one output per known "
                              "individual, the paper's; per-individual = H(x, d_k) with weights shared across "
                              "individuals)")
     parser.add_argument("--individual-batch", type=int, metavar="N",
                         help="with --attacker per-individual: individuals scored per update, a random subset "
                              "(default all K; refits and evaluations always score all K)")
-    parser.add_argument("--refit-every", type=int, default=defaults.attacker_refit_every, metavar="STEPS",
+    parser.add_argument("--refit-every", type=int, default=defaults.attacker.refit_every, metavar="STEPS",
                         help="defender steps between closed-form refits of the in-game attacker (0 = never)")
-    parser.add_argument("--selection-patience", default=str(defaults.selection_patience).lower(), metavar="P|none",
+    parser.add_argument("--selection-patience", default=str(defaults.selection.patience).lower(), metavar="P|none",
                         help="stop training once the defender state kept has not been bettered by the P refits "
                              "after it (every --refit-every steps); none: all --steps (default: %(default)s)")
     parser.add_argument("--eval-every", type=int, default=defaults.eval_every, metavar="STEPS",
                         help="defender steps between held-out evaluations")
     parser.add_argument("--eval-batch", type=int, default=defaults.eval_batch, metavar="N",
                         help="membership draws in the held-out evaluation batch")
-    parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check_steps,
+    parser.add_argument("--fresh-check-steps", type=int, default=defaults.fresh_check.steps,
                         help="steps of the fresh attacker trained after training (0 = skip)")
-    parser.add_argument("--fresh-check-patience", default=str(defaults.fresh_check_patience), metavar="P|none",
+    parser.add_argument("--fresh-check-patience", default=str(defaults.fresh_check.patience), metavar="P|none",
                         help="stop that attacker after P validations (every 100 steps) without a lower validation "
                              "loss; none: all steps (default: %(default)s)")
     parser.add_argument("--resume", action="store_true",
@@ -112,22 +115,18 @@ def composed_gaussian_sigmas(specs: list[str], population: Population, n_members
     return tuple(sigmas)
 
 
-def run(args: argparse.Namespace) -> int:
-    device = resolve_device(args.device)  # before any work: no run directory without the device
-    if not (0 <= args.kappa <= KAPPA_MAX):
-        raise InputError(f"`--kappa` must be in [0, {KAPPA_MAX:g}], got {args.kappa}.")
-    if args.attacker not in ATTACKER_KINDS:
-        raise InputError(f"`--attacker` must be one of {', '.join(ATTACKER_KINDS)}, got {args.attacker!r}.")
-    if args.individual_batch is not None and args.attacker != "per-individual":
-        raise InputError("`--individual-batch` needs `--attacker per-individual`.")
+#: the command-line flag of each GameConfig setting it sets, for the messages of GameConfig's checks.
+_FLAGS = {"steps": "--steps", "attacker_steps": "--attacker-steps", "batch_size": "--batch-size", "objective": "--objective",
+          "kappa": "--kappa", "budget": "--budget", "against": "--against", "dp_epsilon": "--dp-epsilon",
+          "dp_penalty": "--dp-penalty", "fixed_gaussian_sigmas": "--compose", "attacker_init": "--attacker-init",
+          "attacker_kind": "--attacker", "individual_batch": "--individual-batch", "attacker_refit_every": "--refit-every",
+          "eval_every": "--eval-every", "eval_batch": "--eval-batch", "fresh_check_steps": "--fresh-check-steps"}
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """The combinations of flags this command accepts (GameConfig checks the values)."""
     if args.whole_release_attacker and not args.compose:
         raise InputError("`--whole-release-attacker` needs `--compose` (only a composed release has copies to pool).")
-    if args.against != "bayesian" and args.compose:
-        raise InputError("`--against` (a fixed opponent) reads the release of one mechanism: it cannot be combined with `--compose`.")
-    for flag, value, least in (("--individual-batch", args.individual_batch, 1), ("--refit-every", args.refit_every, 0),
-                               ("--eval-every", args.eval_every, 1), ("--eval-batch", args.eval_batch, 1)):
-        if value is not None and value < least:
-            raise InputError(f"`{flag}` must be >= {least}, got {value}.")
     if args.utility_budget is not None:
         if args.budget is not None:
             raise InputError("give the utility budget once: `--utility-budget` or `--budget`, not both.")
@@ -138,61 +137,64 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"`--budget` is required with --objective {args.objective}.")
     if args.objective == "preference" and args.budget is not None:
         raise InputError("`--budget` needs a budget objective: use --utility-budget U, or --objective privacy-budget --budget B.")
-    start_reference = (args.start or "best-reference") == "best-reference" and args.objective == "utility-budget"
     if args.start == "best-reference" and args.objective != "utility-budget":
         raise InputError("`--start best-reference` needs a utility budget (--utility-budget U).")
-    if start_reference and (args.compose or args.against != "bayesian" or args.dp_epsilon is not None):
+    if _starts_at_reference(args) and (args.compose or args.against != "bayesian" or args.dp_epsilon is not None):
         raise InputError("`--start best-reference` starts a plain release; give --start data-independent with "
                          "--compose, --against or --dp-epsilon.")
-    check_output_folder("--out", Path(args.out))
-    check_run_target(args.out, resume=args.resume, force=args.force, checkpoint=CHECKPOINT_FILE)
-    fresh_check_patience = parse_patience(args.fresh_check_patience, "--fresh-check-patience")
-    selection_patience = parse_patience(args.selection_patience, "--selection-patience")
-    population, prior = load_population_and_prior(args.population, args.members)
-    budget_value, ranking, budget, setting = args.budget, None, None, None
-    if args.objective == "utility-budget":
-        setting = BudgetSetting.of(population, args.members)
-        budget = setting.resolve(args.utility_budget if args.utility_budget is not None else args.budget)
-        budget_value = budget.value
-        print(f"utility budget {budget.describe()}", file=sys.stderr)
-        if start_reference:
-            if not args.quiet:
-                print("ranking the reference mechanisms at the budget by a converged linear attack ...", file=sys.stderr)
-            ranking = rank_references(population, args.members, budget.given, seed=args.seed, setting=setting,
-                                      progress=not args.quiet)
-            best = ranking.best_score
-            print(f"starting from {best.label}: linear-attack AUC {best.auc:.4f}, TPR at 1% FPR {best.tpr_at_1pct:.3f}",
-                  file=sys.stderr)
+
+
+def _starts_at_reference(args: argparse.Namespace) -> bool:
+    return (args.start or "best-reference") == "best-reference" and args.objective == "utility-budget"
+
+
+def _game_config(args: argparse.Namespace, population: Population, budget: float | None) -> GameConfig:
+    """The run's GameConfig from the flags; GameConfig's messages name the flags."""
     kappa_vector = None
     if args.kappa_file:
         kappa_vector = tuple(float(v) for v in load_kappa_file(args.kappa_file, population.n_attributes))
-    config = GameConfig(
-        steps=args.steps,
-        attacker_steps=args.attacker_steps,
-        batch_size=args.batch_size,
-        objective=args.objective,
-        kappa=args.kappa,
-        kappa_vector=kappa_vector,
-        budget=budget_value,
-        noise_law=ranking.best.law if ranking is not None else "gaussian",
-        # the in-game refits on as many shadow releases as the converged attack that ranked the start needed
-        refit_releases=ranking.best_score.releases if ranking is not None else None,
-        attacker_init=args.attacker_init,
-        attacker_kind=args.attacker,
-        individual_batch=args.individual_batch,
-        attacker_refit_every=args.refit_every,
-        selection_patience=selection_patience,
-        eval_every=args.eval_every,
-        eval_batch=args.eval_batch,
-        against=args.against,
-        dp_epsilon=args.dp_epsilon,
-        dp_penalty=args.dp_penalty,
-        fixed_gaussian_sigmas=composed_gaussian_sigmas(args.compose, population, args.members),
-        pool_copies=not args.whole_release_attacker,
-        fresh_check_steps=args.fresh_check_steps,
-        fresh_check_patience=fresh_check_patience,
-        seed=args.seed,
-    )
+    try:
+        return GameConfig(
+            steps=args.steps, batch_size=args.batch_size, eval_every=args.eval_every, eval_batch=args.eval_batch,
+            seed=args.seed,
+            objective=ObjectiveSettings(kind=args.objective, kappa=args.kappa, kappa_vector=kappa_vector, budget=budget,
+                                        against=args.against, dp_epsilon=args.dp_epsilon, dp_penalty=args.dp_penalty),
+            defender=DefenderSettings(fixed_gaussian_sigmas=composed_gaussian_sigmas(args.compose, population, args.members)),
+            attacker=AttackerSettings(kind=args.attacker, init=args.attacker_init, steps=args.attacker_steps,
+                                      individual_batch=args.individual_batch, refit_every=args.refit_every,
+                                      pool_copies=not args.whole_release_attacker),
+            selection=SelectionSettings(patience=parse_patience(args.selection_patience, "--selection-patience")),
+            fresh_check=FreshCheckSettings(steps=args.fresh_check_steps,
+                                           patience=parse_patience(args.fresh_check_patience, "--fresh-check-patience")),
+        )
+    except InputError as exc:
+        message = str(exc)
+        for name, flag in _FLAGS.items():
+            message = message.replace(f"`{name}`", f"`{flag}`")
+        raise InputError(message) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    device = resolve_device(args.device)  # before any work: no run directory without the device
+    _check_flags(args)
+    check_output_folder("--out", Path(args.out))
+    check_run_target(args.out, resume=args.resume, force=args.force, checkpoint=CHECKPOINT_FILE)
+    population, prior = load_population_and_prior(args.population, args.members)
+    ranking, budget, setting = None, None, None
+    if args.objective == "utility-budget":
+        setting = BudgetSetting.of(population, args.members)
+        budget = setting.resolve(args.utility_budget if args.utility_budget is not None else args.budget)
+        print(f"utility budget {budget.describe()}", file=sys.stderr)
+    config = _game_config(args, population, budget.value if budget is not None else args.budget)
+    if budget is not None and _starts_at_reference(args):
+        if not args.quiet:
+            print("ranking the reference mechanisms at the budget by a converged linear attack ...", file=sys.stderr)
+        ranking = rank_references(population, args.members, budget.given, seed=args.seed, setting=setting,
+                                  progress=not args.quiet)
+        best = ranking.best_score
+        print(f"starting from {best.label}: linear-attack AUC {best.auc:.4f}, TPR at 1% FPR {best.tpr_at_1pct:.3f}",
+              file=sys.stderr)
+        config = ranking.started(config)
     start = None if ranking is None else ranking.best
     start_record = None if ranking is None else {"reference": ranking.best_score.label, "ranking": ranking.to_dict()}
     game = Game(population, prior, config, device=device, start=start, start_record=start_record)
@@ -213,15 +215,15 @@ def run(args: argparse.Namespace) -> int:
         "fresh_attacker_auc": summary.fresh_attacker_auc,
         "strongest_fresh_auc": summary.strongest_fresh_auc,
         "collapse_warning": summary.collapse.warning,
-        "attacker": config.attacker_kind,
+        "attacker": config.attacker.kind,
         "device": str(device),
     }
     if summary.budget is not None:
         report["budget"] = summary.budget.to_dict()
     if summary.start is not None:
         report["start"] = {key: summary.start[key] for key in ("reference", "kept", "reason", "final_state_moved") if key in summary.start}
-    if config.fixed_gaussian_sigmas:
-        report["composed_gaussian_sigmas"] = list(config.fixed_gaussian_sigmas)
+    if config.defender.fixed_gaussian_sigmas:
+        report["composed_gaussian_sigmas"] = list(config.defender.fixed_gaussian_sigmas)
     if summary.bgbp is not None:
         report["bgbp_epsilon"] = summary.bgbp.epsilon
         report["implied_epsilon"] = summary.bgbp.implied_epsilon

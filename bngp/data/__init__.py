@@ -24,9 +24,9 @@ _EXPORTS = {
     "adult_attribute_names": "bngp.data.adult",
     "load_digits_population": "bngp.data.images",
     "load_mnist_population": "bngp.data.images",
-    "read_idx": "bngp.data.images",
-    "find_mnist_files": "bngp.data.images",
-    "ConfidenceEncoder": "bngp.data.images",
+    "read_idx": "bngp.data.idx",
+    "find_mnist_files": "bngp.data.idx",
+    "ConfidenceEncoder": "bngp.data.confidence",
 }
 
 __all__ = sorted(_EXPORTS)

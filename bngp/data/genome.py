@@ -1,28 +1,40 @@
 """Coalescent stand-in for the paper's chromosome-10 genome data (stdpopsim on msprime).
 
-arXiv:2410.07414, section 2.2 and the experiments: the genome experiments use iDASH 2016 /
-1000 Genomes chromosome 10 data, which cannot be redistributed.  :func:`simulate_genome`
-replaces it with a coalescent simulation under a published demographic model (by default
-HomSap ``OutOfAfrica_3G09``, Gutenkunst et al. 2009), sampling all individuals - those who may
-be members and the reference panel - from one population (default CEU) in the same runs, so
-both are draws from the same gene pool.  Each diploid individual becomes a binary vector of
-carrier status (1 if it carries at least one derived allele) over |Q| near-independent SNVs
-chosen by the shared pipeline of :mod:`bngp.data.filters` (biallelic sites, MAF filter on the
-whole sample, greedy carrier-status LD pruning).
+arXiv:2410.07414, section 2.2: the genome experiments use iDASH 2016 / 1000 Genomes chromosome
+10 data, which cannot be redistributed.  :func:`simulate_genome` replaces it with a coalescent
+simulation under a published demographic model (by default HomSap ``OutOfAfrica_3G09``,
+Gutenkunst et al. 2009), sampling all individuals - those who may be members and the reference
+panel - from one population (default CEU) in the same runs, so both are draws from the same gene
+pool.  Each diploid individual becomes a binary vector of carrier status (1 if it carries at
+least one derived allele) over |Q| near-independent SNVs chosen by the shared pipeline of
+:mod:`bngp.data.filters` (biallelic sites, MAF filter on the whole sample, greedy carrier-status
+LD pruning).
 
-The window grows on demand.  Starting at ``left``, consecutive segments of
-``segment_length`` bp are simulated one at a time, each as an independent msprime run with
-its own derived seed, and streamed through the filters in genomic order; simulation stops
-as soon as ``n_snvs`` SNVs have survived, and the first ``n_snvs`` survivors are returned.
-So the run time scales with |Q|: about 190 SNVs per Mb survive the default filters, so a
-1,000-SNV population needs ~6 Mb and the paper's 5,000 ~26 Mb.  With a fixed seed a smaller
-|Q| gives exactly the first columns of a larger one.  Segment i holds the same K + R
-individuals (by sample index) as every other segment; simulating segments independently
-rather than as one linked stretch treats them as unlinked loci, which removes only linkage
-between SNVs more than a segment apart (negligible at 2 Mb, where LD has long decayed, and
-the aim of the filters anyway).  It also keeps the cost linear in the window length,
-whereas a single coalescent run with recombination grows faster than linearly (a single
-40 Mb run takes ~20 s even for 400 individuals).
+The window grows on demand.  Starting at ``left``, consecutive segments of ``segment_length`` bp
+are simulated one at a time, each as an independent msprime run with its own derived seed, and
+streamed through the filters in genomic order; simulation stops as soon as ``n_snvs`` SNVs have
+survived, and the first ``n_snvs`` survivors are returned.  With a fixed seed a smaller |Q| gives
+exactly the first columns of a larger one.  Segment i holds the same K + R individuals (by sample
+index) as every other segment; simulating segments independently treats them as unlinked loci,
+which removes only linkage between SNVs more than a segment apart (where LD has decayed, and what
+the filters remove anyway), and keeps the cost linear in the window length.  docs/design/data.md
+gives the SNV yield per Mb and the costs.
+
+Model: the coalescent with recombination (msprime's Hudson model) under the stdpopsim
+demographic model ``species/model``, with the chromosome's mean recombination rate (per bp per
+generation, uniform) and the model's mutation rate (per bp per generation; the species default if
+the model has none), finite-sites mutations.  In every segment, K + R diploid individuals are
+sampled at time 0 from ``population``; the first K form the population Z and the rest the
+reference panel (individuals are exchangeable, so this split is as good as a random one).
+
+Window: segments [left + i L, left + (i + 1) L) with L = ``segment_length`` (the last one clipped
+at ``right``), i = 0, 1, ..., simulated independently until ``n_snvs`` SNVs pass the filters.
+``right`` (default: the chromosome's end) only caps the growth.
+
+SNV pipeline (:mod:`bngp.data.filters`): sites with exactly one mutation (biallelic),
+derived-allele MAF >= ``min_maf`` over all 2(K + R) sampled genomes of the segment, greedy LD
+pruning of carrier status in genomic order (r^2 < ``max_r2`` with each of the last ``ld_window``
+kept SNVs), then the first ``n_snvs`` survivors.
 
 Nothing is downloaded at run time: each segment uses the chromosome's mean recombination
 rate (uniform; no genetic map) and the demographic model's mutation rate, both part of the
@@ -32,6 +44,7 @@ stdpopsim catalogue shipped with the package.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import msprime
@@ -85,33 +98,14 @@ def simulate_genome(
     ld_window: int = DEFAULT_LD_WINDOW,
     packed: bool = False,
 ) -> Population:
-    """Simulate K individuals and a reference panel as carrier-status vectors over |Q| SNVs.
-
-    Model: the coalescent with recombination (msprime's Hudson model) under the stdpopsim
-    demographic model ``species/model``, with the chromosome's mean recombination rate
-    (per bp per generation, uniform) and the model's mutation rate (per bp per generation;
-    the species default if the model has none), finite-sites mutations.  In every segment,
-    ``n_individuals + n_reference`` diploid individuals are sampled at time 0 from
-    ``population``; the first ``n_individuals`` form the population Z and the rest the
-    reference panel (individuals are exchangeable, so this split is as good as a random one).
-
-    Window: segments [left + i L, left + (i + 1) L) with L = ``segment_length`` (the last
-    one clipped at ``right``), i = 0, 1, ..., simulated independently until ``n_snvs`` SNVs
-    pass the filters.  ``right`` (default: the chromosome's end) only caps the growth.
-
-    SNV pipeline (:mod:`bngp.data.filters`): sites with exactly one mutation (biallelic),
-    derived-allele MAF >= ``min_maf`` over all 2(K + R) sampled genomes of the segment,
-    greedy LD pruning of carrier status in genomic order (r^2 < ``max_r2`` with each of the
-    last ``ld_window`` kept SNVs), then the first ``n_snvs`` survivors.
+    """Simulate K individuals and a reference panel as carrier-status vectors over |Q| SNVs
+    (the model, the window and the SNV pipeline: module docstring).
 
     Args:
-        n_individuals: K, individuals who may be members.
-        n_reference: size of the disjoint reference panel.
-        n_snvs: |Q|, number of SNVs to return.
-        seed: int seed or Generator (an int seed is then drawn from it); the int seed is
-            recorded in the metadata and segment i is simulated with an msprime seed derived
-            from it and i (recorded as ``segment_seeds``).  Same seed and parameters ->
-            identical population (for the recorded tool versions).
+        n_individuals, n_reference, n_snvs: K, the size R of the disjoint reference panel, |Q|.
+        seed: int seed or Generator (an int seed is then drawn from it), recorded; segment i
+            is simulated with an msprime seed derived from it and i (``segment_seeds``).  Same
+            seed and parameters -> identical population (for the recorded tool versions).
         species, model, population, chromosome: stdpopsim catalogue identifiers.
         left: window start in bp (0-based).
         right: largest allowed window end in bp (exclusive), or None for the chromosome end.
@@ -119,10 +113,8 @@ def simulate_genome(
         min_maf: minor-allele-frequency threshold in [0, 0.5).
         max_r2: LD threshold in (0, 1].
         ld_window: number of previously kept SNVs each candidate is compared with.
-        packed: return bit-packed matrices (:class:`bngp.data.bits.BitMatrix`).  Kept SNVs are
-            packed as they are produced either way, so the simulation never holds the dense
-            matrix: 2,500 individuals x 10^6 SNVs (``min_maf=0``, ``max_r2=1``: every segregating
-            biallelic site of chr10 from 10 Mb on) peak at well under 2 GB.
+        packed: return bit-packed matrices (:class:`bngp.data.bits.BitMatrix`); the simulation
+            never holds the dense matrix either way.
 
     Returns:
         A :class:`Population` with attribute names ``"<chromosome>:<position>"`` (tskit
@@ -146,13 +138,58 @@ def simulate_genome(
     min_maf, max_r2, ld_window = check_filter_parameters(min_maf, max_r2, ld_window)
     segment_length = check_positive_int("segment_length", segment_length)
     base_seed = resolve_seed(seed)
-
     species_obj, model_obj, length = _catalogue(species, model, population, chromosome)
     left = check_positive_int("left", left, minimum=0, maximum=length - 1)
     right = length if right is None else check_positive_int("right", right, minimum=left + 1, maximum=length)
 
-    pruner = GreedyLDPruner(max_r2, ld_window)
-    kept = BitRowsBuilder(n_individuals + n_reference)
+    window = _simulate_window((species_obj, model_obj), population, chromosome, (left, right, segment_length),
+                              (n_individuals + n_reference, n_snvs), GreedyLDPruner(max_r2, ld_window), base_seed,
+                              min_maf)
+    _check_yield(window, chromosome, left, n_snvs, (min_maf, max_r2))
+    parameters = {"population": population, "chromosome": chromosome, "left": left, "right": right,
+                  "segment_length": segment_length, "n_individuals": n_individuals, "n_reference": n_reference,
+                  "n_snvs": n_snvs, "min_maf": min_maf, "max_r2": max_r2, "ld_window": ld_window}
+    matrix, positions = window.carriers.finish(), np.concatenate(window.positions)
+    genotypes, reference = matrix.take_rows(slice(0, n_individuals)), matrix.take_rows(slice(n_individuals, None))
+    return Population(
+        genotypes=genotypes if packed else genotypes.to_dense(),
+        reference=reference if packed else reference.to_dense(),
+        attribute_names=np.char.add(f"{chromosome}:", positions.astype(np.int64).astype(str)),
+        metadata=_metadata((species_obj, model_obj), window, base_seed, parameters),
+    )
+
+
+@dataclass(frozen=True)
+class _Window:
+    """What :func:`_simulate_window` simulated and kept.
+
+    Attributes:
+        carriers: the (K + R) rows of carrier status of the kept SNVs, in genomic order, still to
+            be finished (nothing is kept when too few SNVs passed).
+        positions: their tskit 0-based positions, one array per chunk.
+        n_kept: SNVs that passed every filter (the pruner's count, at least the kept columns).
+        right: the end of the last simulated segment.
+        segment_seeds: the msprime seed of each simulated segment.
+        counts: sites, biallelic sites and sites after the MAF filter, over all segments.
+        contig: the stdpopsim contig of the last segment (its mutation and recombination rates).
+    """
+
+    carriers: BitRowsBuilder
+    positions: list[np.ndarray]
+    n_kept: int
+    right: int
+    segment_seeds: list[int]
+    counts: dict[str, int]
+    contig: Any
+
+
+def _simulate_window(catalogue: tuple[Any, Any], population: str, chromosome: str, span: tuple[int, int, int],
+                     sizes: tuple[int, int], pruner: GreedyLDPruner, base_seed: int, min_maf: float) -> _Window:
+    """Simulate segments [left + i L, left + (i + 1) L) (``span`` = (left, right, L), the last one
+    clipped at right) of ``sizes[0]`` individuals one at a time until ``sizes[1]`` SNVs have passed
+    the MAF filter and ``pruner``, keeping at most that many (simulate_genome's docstring)."""
+    (species_obj, model_obj), (left, right, segment_length), (n_total, n_snvs) = catalogue, span, sizes
+    kept = BitRowsBuilder(n_total)
     kept_positions: list[np.ndarray] = []
     segment_seeds: list[int] = []
     counts = {"n_sites": 0, "n_biallelic": 0, "n_after_maf": 0}
@@ -166,7 +203,7 @@ def simulate_genome(
         contig = species_obj.get_contig(
             chromosome, left=start, right=window_right, mutation_rate=model_obj.mutation_rate
         )
-        ts = _simulate(model_obj, contig, population, n_individuals + n_reference, segment_seeds[-1])
+        ts = _simulate(model_obj, contig, population, n_total, segment_seeds[-1])
         biallelic, derived = _site_counts(ts)
         candidates = biallelic & maf_mask(derived, np.full(ts.num_sites, ts.num_samples), min_maf)
         counts["n_sites"] += int(ts.num_sites)
@@ -176,50 +213,48 @@ def simulate_genome(
             keep = np.flatnonzero(pruner.add(rows))[: n_snvs - kept.n_columns]
             kept.add(rows[keep])
             kept_positions.append(positions[keep])
+    return _Window(kept, kept_positions, pruner.n_kept, window_right, segment_seeds,
+                   counts, contig)
 
-    if pruner.n_kept < n_snvs:
-        span = (window_right - left) / 1e6
+
+def _check_yield(window: _Window, chromosome: str, left: int, n_snvs: int, filters: tuple[float, float]) -> None:
+    """Raise InputError when fewer than ``n_snvs`` SNVs passed the (MAF, LD) ``filters`` in the window."""
+    if window.n_kept < n_snvs:
+        span = (window.right - left) / 1e6
         raise InputError(
-            f"{chromosome}:{left}-{window_right} ({span:g} Mb) yields only {pruner.n_kept} SNVs after the "
-            f"MAF (>= {min_maf:g}) and LD (r^2 < {max_r2:g}) filters, fewer than `n_snvs` = {n_snvs}; "
+            f"{chromosome}:{left}-{window.right} ({span:g} Mb) yields only {window.n_kept} SNVs after the "
+            f"MAF (>= {filters[0]:g}) and LD (r^2 < {filters[1]:g}) filters, fewer than `n_snvs` = {n_snvs}; "
             f"raise `right`, lower `left`, choose a longer `chromosome`, or relax `max_r2`/`min_maf`."
         )
-    matrix = kept.finish()
-    positions = np.concatenate(kept_positions)
-    metadata: dict[str, Any] = {
+
+
+def _metadata(catalogue: tuple[Any, Any], window: _Window, base_seed: int,
+              parameters: dict[str, Any]) -> dict[str, Any]:
+    """The population's metadata: every parameter of :func:`simulate_genome` (``parameters``), the
+    seeds, the window actually simulated, the rates, the SNV counts after each filter and the
+    tool versions."""
+    species_obj, model_obj = catalogue
+    window_keys = ("population", "chromosome", "left", "right")
+    size_keys = ("n_individuals", "n_reference", "n_snvs", "min_maf", "max_r2", "ld_window")
+    return {
         "source": "stdpopsim",
         "seed": base_seed,
-        "segment_seeds": segment_seeds,
+        "segment_seeds": window.segment_seeds,
         "species": species_obj.id,
         "model": model_obj.id,
-        "population": population,
-        "chromosome": chromosome,
-        "left": left,
-        "right": right,
-        "window_right": window_right,
-        "segment_length": segment_length,
-        "mutation_rate": float(contig.mutation_rate),
-        "recombination_rate": float(contig.recombination_map.mean_rate),
-        "n_individuals": n_individuals,
-        "n_reference": n_reference,
-        "n_snvs": n_snvs,
-        "min_maf": min_maf,
-        "max_r2": max_r2,
-        "ld_window": ld_window,
+        **{key: parameters[key] for key in window_keys},
+        "window_right": window.right,
+        "segment_length": parameters["segment_length"],
+        "mutation_rate": float(window.contig.mutation_rate),
+        "recombination_rate": float(window.contig.recombination_map.mean_rate),
+        **{key: parameters[key] for key in size_keys},
         "carrier": "at least one derived allele",
-        **counts,
-        "n_after_ld": pruner.n_kept,
+        **window.counts,
+        "n_after_ld": window.n_kept,
         "stdpopsim_version": stdpopsim.__version__,
         "msprime_version": msprime.__version__,
         "tskit_version": tskit.__version__,
     }
-    genotypes, reference = matrix.take_rows(slice(0, n_individuals)), matrix.take_rows(slice(n_individuals, None))
-    return Population(
-        genotypes=genotypes if packed else genotypes.to_dense(),
-        reference=reference if packed else reference.to_dense(),
-        attribute_names=np.char.add(f"{chromosome}:", positions.astype(np.int64).astype(str)),
-        metadata=metadata,
-    )
 
 
 def _segment_seed(base_seed: int, index: int) -> int:

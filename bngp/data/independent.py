@@ -43,7 +43,7 @@ def simulate_independent(
         alpha, beta: Beta-distribution shape of carrier frequencies.
         min_frequency: frequencies are redrawn into [min_frequency, 1 - min_frequency].
         packed: return bit-packed matrices (:class:`bngp.data.bits.BitMatrix`); the draw is
-            packed in row blocks either way, so 2,500 x 10^6 SNVs need ~0.4 GB, not 2.5 GB.
+            packed in row blocks either way, so the dense matrix is never held whole.
 
     Returns:
         A :class:`Population` whose metadata records the model and its parameters.

@@ -125,7 +125,31 @@ def load_vcf(
     is_reference = _reference_mask(samples, reference_samples, base_seed)
 
     pruner = GreedyLDPruner(max_r2, ld_window)
-    kept = BitRowsBuilder(samples.size)
+    kept, kept_names, counts = _filter_chunks(chunks, samples.size, pruner, max_missing, min_maf)
+
+    _check_passing(path, counts, pruner.n_kept, max_missing, min_maf)
+    carriers, names = _choose(kept.finish(), np.concatenate(kept_names), n_snvs, pruner.n_kept, path,
+                              (min_maf, max_r2))
+    parameters = {"n_snvs": n_snvs, "min_maf": min_maf, "max_r2": max_r2, "ld_window": ld_window,
+                  "max_missing": max_missing}
+    metadata = _metadata(path, base_seed, samples[is_reference].tolist(), parameters, counts, pruner.n_kept)
+    genotypes, reference = carriers.take_rows(~is_reference), carriers.take_rows(is_reference)
+    return Population(
+        genotypes=genotypes if packed else genotypes.to_dense(),
+        reference=reference if packed else reference.to_dense(),
+        ids=samples[~is_reference],
+        reference_ids=samples[is_reference],
+        attribute_names=names,
+        metadata=metadata,
+    )
+
+
+def _filter_chunks(chunks: Iterator[dict[str, np.ndarray]], n_samples: int, pruner: GreedyLDPruner,
+                   max_missing: float, min_maf: float) -> tuple[BitRowsBuilder, list[np.ndarray], dict[str, int]]:
+    """Stream the record chunks through steps 1-5 of the pipeline (module docstring): returns the
+    kept SNVs' carrier rows (still to be finished), their ``CHROM:POS`` names (one array per
+    chunk) and the count after each filter (:data:`_COUNTS`)."""
+    kept = BitRowsBuilder(n_samples)
     kept_names: list[np.ndarray] = []
     counts = dict.fromkeys(_COUNTS, 0)
     for chunk in chunks:
@@ -147,50 +171,52 @@ def load_vcf(
         chromosomes = chunk["variants/CHROM"][snv][passing][keep].astype(str)
         positions = chunk["variants/POS"][snv][passing][keep].astype(str)
         kept_names.append(np.char.add(np.char.add(chromosomes, ":"), positions))
+    return kept, kept_names, counts
 
+
+def _check_passing(path: Path, counts: dict[str, int], n_kept: int, max_missing: float, min_maf: float) -> None:
+    """Raise DataFormatError when the file has no biallelic SNV or none passed the filters."""
     if counts["n_biallelic_snvs"] == 0:
         raise DataFormatError(f"VCF file {path} contains no biallelic SNVs.")
-    if pruner.n_kept == 0:
+    if n_kept == 0:
         raise DataFormatError(
             f"no SNV of VCF file {path} passes the filters (missing calls <= {max_missing:g}, "
             f"MAF >= {min_maf:g}, non-constant carrier status); check the GT field or relax the filters."
         )
-    carriers = kept.finish()
-    names = np.concatenate(kept_names)
-    if n_snvs is not None:
-        if n_snvs > pruner.n_kept:
-            raise InputError(
-                f"`n_snvs` must be <= {pruner.n_kept}, the number of SNVs of {path.name} passing the MAF "
-                f"(>= {min_maf:g}) and LD (r^2 < {max_r2:g}) filters, got {n_snvs}; lower it or relax "
-                f"`max_r2`/`min_maf`."
-            )
-        chosen = select_evenly(pruner.n_kept, n_snvs)
-        carriers, names = carriers.take_columns(chosen), names[chosen]
-    metadata: dict[str, Any] = {
+
+
+def _choose(carriers: BitMatrix, names: np.ndarray, n_snvs: int | None, n_kept: int, path: Path,
+            filters: tuple[float, float]) -> tuple[BitMatrix, np.ndarray]:
+    """Step 6: all ``n_kept`` SNVs (``n_snvs`` None), or ``n_snvs`` evenly spaced ones among them;
+    ``filters`` = (min_maf, max_r2) for the message when there are too few."""
+    if n_snvs is None:
+        return carriers, names
+    if n_snvs > n_kept:
+        raise InputError(
+            f"`n_snvs` must be <= {n_kept}, the number of SNVs of {path.name} passing the MAF "
+            f"(>= {filters[0]:g}) and LD (r^2 < {filters[1]:g}) filters, got {n_snvs}; lower it or relax "
+            f"`max_r2`/`min_maf`."
+        )
+    chosen = select_evenly(n_kept, n_snvs)
+    return carriers.take_columns(chosen), names[chosen]
+
+
+def _metadata(path: Path, base_seed: int, reference_samples: list[str], parameters: dict[str, Any],
+              counts: dict[str, int], n_kept: int) -> dict[str, Any]:
+    """The population's metadata: the file, the seed, the reference panel, the filter
+    ``parameters`` (n_snvs, min_maf, max_r2, ld_window, max_missing) and the SNVs after each filter."""
+    return {
         "source": "vcf",
         "path": str(path),
         "seed": base_seed,
-        "reference_samples": samples[is_reference].tolist(),
-        "n_snvs": n_snvs,
-        "min_maf": min_maf,
-        "max_r2": max_r2,
-        "ld_window": ld_window,
-        "max_missing": max_missing,
+        "reference_samples": reference_samples,
+        **parameters,
         "carrier": "at least one called ALT allele",
         "missing_calls": "imputed with the SNV's majority carrier status",
         **counts,
-        "n_after_ld": pruner.n_kept,
+        "n_after_ld": n_kept,
         "scikit_allel_version": allel.__version__,
     }
-    genotypes, reference = carriers.take_rows(~is_reference), carriers.take_rows(is_reference)
-    return Population(
-        genotypes=genotypes if packed else genotypes.to_dense(),
-        reference=reference if packed else reference.to_dense(),
-        ids=samples[~is_reference],
-        reference_ids=samples[is_reference],
-        attribute_names=names,
-        metadata=metadata,
-    )
 
 
 def _open(path: Path) -> tuple[np.ndarray, Iterator[dict[str, np.ndarray]]]:

@@ -1,22 +1,42 @@
 """The BNGP game (arXiv:2410.07414, section 3): its settings, objectives, best responses and trainer.
 
-* :mod:`~bngp.game.config`: :class:`GameConfig` and the run directory's file names.
+* :mod:`~bngp.game.config`: :class:`GameConfig`, its groups of settings, its stored forms and the run
+  directory's file names.
 * :mod:`~bngp.game.objectives`: leakage, utility, budgets, the BGBP constraint DPH^eps.
 * :mod:`~bngp.game.best_response`: defenders' losses against a fixed differentiable attack (App. M).
-* :mod:`~bngp.game.trainer`: :class:`Game`, the general-sum GAN trainer.
-* :mod:`~bngp.game.early_stop`: ``GameConfig.selection_patience`` and :func:`replay_patience` of a full run.
+* :mod:`~bngp.game.players`: G, H, their optimisers, the mechanism, draws, releases and losses.
+* :mod:`~bngp.game.selection`: the attacker's closed-form refits and the defender selection.
+* :mod:`~bngp.game.step`: one training step and the held-out evaluation.
+* :mod:`~bngp.game.checks`: the fresh-attacker check, the data-independent release, the check against the start.
+* :mod:`~bngp.game.trainer`: :class:`Game`, the training loop with its run directory, checkpoints and records.
+* :mod:`~bngp.game.early_stop`: ``SelectionSettings.patience`` and :func:`replay_patience` of a full run.
 * :mod:`~bngp.game.summary`: :class:`TrainingSummary`, the frozen record of a run (``summary.json``).
 * :mod:`~bngp.game.resumable`: :func:`train_once`, a training reused when finished and resumed when interrupted.
 * :mod:`~bngp.game.start`: the reference mechanisms at a utility budget ranked by a converged linear attack,
   the defender's start, and :class:`BudgetSurface`, which holds it on its budget.
 """
 
-from .config import ATTACKER_KINDS, CHECKPOINT_FILE, CONFIG_FILE, KAPPA_MAX, OBJECTIVES, SUMMARY_FILE, GameConfig
+from .config import (
+    ATTACKER_KINDS,
+    CHECKPOINT_FILE,
+    CONFIG_FILE,
+    KAPPA_MAX,
+    OBJECTIVES,
+    SUMMARY_FILE,
+    AttackerSettings,
+    DefenderSettings,
+    FreshCheckSettings,
+    GameConfig,
+    ObjectiveSettings,
+    SelectionSettings,
+)
 from .early_stop import PatienceReplay, replay_patience
 from .summary import TrainingSummary
 from .trainer import Game
 from .resumable import RunState, run_state, train_once
 from .start import BudgetSurface, LinearAttackScore, ReferenceRanking, ReferenceScore, linear_attack_score, rank_references
 
-__all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig", "PatienceReplay", "RunState", "TrainingSummary", "replay_patience", "run_state", "train_once",
+__all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig",
+           "ObjectiveSettings", "DefenderSettings", "AttackerSettings", "SelectionSettings", "FreshCheckSettings",
+           "PatienceReplay", "RunState", "TrainingSummary", "replay_patience", "run_state", "train_once",
            "BudgetSurface", "LinearAttackScore", "ReferenceRanking", "ReferenceScore", "linear_attack_score", "rank_references"]

@@ -1,7 +1,7 @@
-"""Stopping the game once the defender state it keeps has not been bettered (``GameConfig.selection_patience``).
+"""Stopping the game once the defender state it keeps has not been bettered (``SelectionSettings.patience``).
 
-With ``select_defender`` the trainer scores the defender against a freshly refitted attacker every
-``attacker_refit_every`` = E steps, by the defender's own objective, and keeps the state of lowest
+With ``SelectionSettings.enabled`` the trainer scores the defender against a freshly refitted attacker every
+``AttackerSettings.refit_every`` = E steps, by the defender's own objective, and keeps the state of lowest
 score (arXiv:2410.07414 trains for a fixed budget, App. L.8; the selection is this library's,
 ``docs/design/game.md``).  With patience P, training stops at the first refit step t with
 t - s_best >= P E, s_best the step of the kept state among those scored before t; the refit t would

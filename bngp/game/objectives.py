@@ -25,8 +25,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bngp.ridge import affine_calibration
-from .config import BUDGET_TOLERANCE, INFEASIBLE, GameConfig
+from bngp.linear import affine_calibration
+from .config import BUDGET_TOLERANCE, INFEASIBLE, ObjectiveSettings
 
 __all__ = [
     "leakage",
@@ -60,25 +60,25 @@ def utility_losses(x: torch.Tensor, x_hat: torch.Tensor, kappa: torch.Tensor) ->
     return (deviation * kappa).mean(), deviation.mean()
 
 
-def defender_loss(config: GameConfig, multiplier: float, leak: torch.Tensor, weighted: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
-    """The defender's loss under ``config.objective`` (section 3.3); budgets enter as Lagrangians."""
-    if config.objective == "preference":
+def defender_loss(objective: ObjectiveSettings, multiplier: float, leak: torch.Tensor, weighted: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
+    """The defender's loss under ``objective.kind`` (section 3.3); budgets enter as Lagrangians."""
+    if objective.kind == "preference":
         return leak + weighted
-    if config.objective == "utility-budget":
-        return leak + multiplier * (plain - config.budget)
-    return plain + multiplier * (leak - config.budget)
+    if objective.kind == "utility-budget":
+        return leak + multiplier * (plain - objective.budget)
+    return plain + multiplier * (leak - objective.budget)
 
 
-def updated_multiplier(config: GameConfig, multiplier: float, leak: float, plain: float) -> float:
+def updated_multiplier(objective: ObjectiveSettings, multiplier: float, leak: float, plain: float) -> float:
     """One dual-ascent step on the budget constraint's multiplier (unchanged for ``preference``):
     lambda <- max(0, lambda + dual_lr * violation / max(budget, 1e-3))."""
-    if config.objective == "utility-budget":
-        violation = plain - config.budget
-    elif config.objective == "privacy-budget":
-        violation = leak - config.budget
+    if objective.kind == "utility-budget":
+        violation = plain - objective.budget
+    elif objective.kind == "privacy-budget":
+        violation = leak - objective.budget
     else:
         return multiplier
-    return max(0.0, multiplier + config.dual_lr * violation / max(config.budget, 1e-3))
+    return max(0.0, multiplier + objective.dual_lr * violation / max(objective.budget, 1e-3))
 
 
 def dp_bounds(theta: np.ndarray, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,15 +101,15 @@ def implied_dp_epsilon(epsilon: float, theta: np.ndarray) -> float:
     return math.log1p(math.expm1(epsilon) / float(np.max(theta)))
 
 
-def selection_score(config: GameConfig, leak: float, weighted: float, plain: float) -> float:
+def selection_score(objective: ObjectiveSettings, leak: float, weighted: float, plain: float) -> float:
     """How a defender state ranks in the selection against a freshly refitted attacker (lower is
     better): its own objective; under a budget objective, states that miss the budget by more than
     BUDGET_TOLERANCE of it rank after every state that meets it, by how far they miss
     (INFEASIBLE + violation)."""
-    if config.objective == "utility-budget":
-        violation = plain - config.budget
-        return leak if violation <= BUDGET_TOLERANCE * config.budget else INFEASIBLE + violation
-    if config.objective == "privacy-budget":
-        violation = leak - config.budget
-        return plain if violation <= BUDGET_TOLERANCE * config.budget else INFEASIBLE + violation
+    if objective.kind == "utility-budget":
+        violation = plain - objective.budget
+        return leak if violation <= BUDGET_TOLERANCE * objective.budget else INFEASIBLE + violation
+    if objective.kind == "privacy-budget":
+        violation = leak - objective.budget
+        return plain if violation <= BUDGET_TOLERANCE * objective.budget else INFEASIBLE + violation
     return leak + weighted

@@ -1,21 +1,22 @@
 """Train a defender once, across interruptions: reuse a finished run, resume an interrupted one.
 
-A paper-scale defender (arXiv:2410.07414, section 5: K = 800, |Q| = 5000) trains for an hour or
-more on two cores, longer than some sessions last.  :meth:`bngp.game.Game.train` writes its run
+A paper-scale defender (arXiv:2410.07414, section 5: K = 800, |Q| = 5000) trains for long enough to
+be interrupted.  :meth:`bngp.game.Game.train` writes its run
 in ``RUN_DIR.incomplete`` with a checkpoint every ``GameConfig.checkpoint_every`` steps and
 resumes from it exactly (the same weights as an uninterrupted run).  :func:`train_once` is what
 the reproductions and the sweep's BNGP cells call on a run directory of their own:
 
 - ``finished``: RUN_DIR verifies (:func:`bngp.run_dir.verify_run`) and holds a run of the same
-  settings (``GameConfig``), membership prior and population (its fingerprint) to the full
+  settings (``GameConfig``, compared in their flat form, :func:`bngp.game.config.flat_record`, so a
+  run stored in either version is recognised), membership prior and population (its fingerprint) to the full
   ``config.steps``: it is reused, nothing is trained;
 - ``interrupted``: ``RUN_DIR.incomplete`` holds a checkpoint: training continues from it (a
   checkpoint of other settings is refused by :meth:`bngp.game.Game.load_checkpoint` with a
   one-line :class:`bngp.errors.TrainingError`);
 - ``new``: anything else, trained from the start (a stale RUN_DIR is replaced).
 
-A finished run is not resumed again, so its checkpoint (the optimisers' states: 1.3 GB at
-Table 5's paper scale) is dropped from it (:func:`bngp.run_dir.drop_from_run`) unless asked to
+A finished run is not resumed again, so its checkpoint (the optimisers' states, the largest file
+of a run at paper scale) is dropped from it (:func:`bngp.run_dir.drop_from_run`) unless asked to
 keep it.
 """
 
@@ -27,10 +28,10 @@ from pathlib import Path
 from typing import Literal
 
 from bngp.defenses.artifact import population_fingerprint
-from bngp.errors import BNGPError
+from bngp.errors import BNGPError, InputError
 from bngp.run_dir import drop_from_run, staging_dir, verify_run
 
-from .config import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE
+from .config import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, flat_record
 from .summary import TrainingSummary
 from .trainer import Game
 
@@ -55,10 +56,14 @@ def run_state(game: Game, run_dir: str | Path) -> RunState:
         summary = json.loads((run_dir / SUMMARY_FILE).read_text())
     except (BNGPError, OSError, ValueError):
         saved = summary = None
-    if isinstance(saved, dict) and isinstance(summary, dict):
+    if isinstance(saved, dict) and isinstance(summary, dict) and isinstance(saved.get("config"), dict):
         prior = game.prior.describe()
+        try:
+            settings = flat_record(saved["config"])
+        except InputError:
+            settings = None
         if (
-            saved.get("config") == _json(game.config.to_dict())
+            settings == _json(game.config.flat())
             and saved.get("population", {}).get("fingerprint") == population_fingerprint(game.population.genotypes)
             and (prior["kind"] == "bernoulli" or saved.get("prior") == _json(prior))
             and summary.get("steps") == game.config.steps

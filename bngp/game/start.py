@@ -2,9 +2,9 @@
 where a budget-trained defender starts (arXiv:2410.07414 section 3.3, the utility-budget objective).
 
 Each reference of :mod:`bngp.defenses.budget` is attacked by the ridge and whitened linear maps from
-release to membership (:func:`bngp.ridge.fit_ridge_and_whitened`), fitted to convergence in the number of
+release to membership (:func:`bngp.linear.fit_ridge_and_whitened`), fitted to convergence in the number of
 shadow releases with the penalty chosen by validation AUC over the whole spectrum
-(:func:`bngp.ridge.fit_converged_jointly`), and scored on fresh test releases: the stronger map's AUC
+(:func:`bngp.linear.fit_converged_jointly`), and scored on fresh test releases: the stronger map's AUC
 (pooled over releases and individuals) and TPR at 1% and 0.1% FPR.  The uniform shrinkage is chosen the
 same way, over a grid of a.  Time-sharing is scored for the record but never chosen (its mean AUC is
 linear in the mixing probability, and every release it makes is either useless or fully revealing).
@@ -34,8 +34,10 @@ from bngp.defenses.shrinkage import ShrinkNoiseDefense, clipped_deviation_loss
 from bngp.errors import InputError
 from bngp.metrics import auc, tpr_at_fpr
 from bngp.release.sampling import release_mechanism, sample_releases
-from bngp.ridge import default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
+from bngp.linear import default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
+
+from .config import GameConfig
 
 __all__ = ["SHRINK_GRID", "TEST_RELEASES", "SURFACE_DRAWS", "BudgetSurface", "LinearAttackScore", "ReferenceScore",
            "ReferenceRanking",
@@ -96,6 +98,12 @@ class ReferenceRanking:
     @property
     def best_score(self) -> ReferenceScore:
         return next(score for score in self.scores if score.chosen)
+
+    def started(self, config: GameConfig) -> GameConfig:
+        """``config`` for a defender started from :attr:`best`: the reference's noise law, and the in-game
+        refits on as many shadow releases as the converged attack that ranked it needed."""
+        return replace(config, defender=replace(config.defender, noise_law=self.best.law),
+                       attacker=replace(config.attacker, refit_releases=self.best_score.releases))
 
     def to_dict(self) -> dict:
         return {"budget": self.budget.to_dict(), "seed": self.seed, "best": self.best_score.label,

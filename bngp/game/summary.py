@@ -6,7 +6,7 @@ with :meth:`TrainingSummary.from_dict` (or :meth:`TrainingSummary.load`).  What 
 (arXiv:2410.07414, section 3 and App. L):
 
 * the held-out evaluations of the in-game attacker over training (``history``), the last one
-  (``final``) and the evaluation of the defender state kept by ``GameConfig.select_defender``
+  (``final``) and the evaluation of the defender state kept by ``SelectionSettings.enabled``
   (``selected``);
 * the collapse report: evaluations at which the in-game attacker's outputs sat at the prior;
 * for the budget objectives of section 3.3, whether the kept state meets the budget;
@@ -43,7 +43,7 @@ __all__ = [
     "TrainingSummary",
 ]
 
-#: the objectives of section 3.3 that carry a budget (``GameConfig.objective`` minus "preference").
+#: the objectives of section 3.3 that carry a budget (``ObjectiveSettings.kind`` minus "preference").
 BudgetObjective = Literal["utility-budget", "privacy-budget"]
 
 
@@ -148,7 +148,7 @@ class BgbpRecord:
     eps_hat = log(1 + (e^eps - 1) / theta*), theta* = max_k theta_k.
 
     Attributes:
-        epsilon: eps of DPH^eps (``GameConfig.dp_epsilon``).
+        epsilon: eps of DPH^eps (``ObjectiveSettings.dp_epsilon``).
         theta_max: theta*, the largest prior membership probability.
         implied_epsilon: eps_hat.
         statement: what the numbers mean and what they do not.
@@ -205,7 +205,7 @@ class TrainingSummary:
             best-response defender was trained against (App. M).
         final: the last held-out evaluation row (losses and ``heldout_*`` metrics at ``step``);
             empty when no evaluation was made.
-        selected: the defender state kept by ``GameConfig.select_defender`` (``step``,
+        selected: the defender state kept by ``SelectionSettings.enabled`` (``step``,
             ``score`` and its held-out evaluation), None when no selection was made.
         collapse: the collapse report.
         history: every held-out evaluation row, in order.
@@ -217,7 +217,7 @@ class TrainingSummary:
         exploitability: the fresh-versus-in-game comparison, None without the check.
         seed: the run's seed (``GameConfig.seed``); None in summaries written before it was recorded.
         seeds: the concrete seed of each named random stream spawned from ``seed``
-            (:data:`bngp.game.trainer.SEED_STREAMS`); None in older summaries.
+            (:data:`bngp.game.players.SEED_STREAMS`); None in older summaries.
         timings: wall seconds and calls per phase of the training (:class:`bngp.timing.PhaseTimer`:
             refits, selection, attacker steps, defender steps, held-out evaluation, checkpoints,
             the fresh-attacker check) in this process (a resumed run times its resumed part);
@@ -225,7 +225,7 @@ class TrainingSummary:
         selections: every scoring of the defender by a freshly refitted attacker (``step``,
             selection ``score``, ``privacy_loss``, ``utility_loss`` on the refit's held-out draws),
             in order, the final scoring last; None without selection and in older summaries.
-        early_stop: where ``GameConfig.selection_patience`` stopped training (``step``,
+        early_stop: where ``SelectionSettings.patience`` stopped training (``step``,
             ``patience``, ``refit_every``, ``kept_step``, the budget ``steps``); None when the run
             trained all its steps.
         start: the reference mechanism the defender started from and the never-worse check of the

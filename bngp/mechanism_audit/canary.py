@@ -1,9 +1,9 @@
 """Canary audits of the released allele frequencies: one-run and many-run.
 
-Design (audits.md sections 1, 2 and 6).  m canaries are drawn uniformly from the population
-(the K individuals the attacks know); every other individual belongs to the non-canary pool.
-In each run, every canary is included independently with probability 1/2 (inclusion bits
-S in {0, 1}^m) and the rest of the dataset is filled from the pool:
+Design (Steinke, Nasr, Jagielski, arXiv:2305.08846).  m canaries are drawn uniformly from the
+population (the K individuals the attacks know); every other individual belongs to the
+non-canary pool.  In each run, every canary is included independently with probability 1/2
+(inclusion bits S in {0, 1}^m) and the rest of the dataset is filled from the pool:
 
 * ``replace`` (datasets of exactly n = ``members``): the first n - |S| individuals of a
   uniformly random ordering pi of the pool.  For a fixed pi, flipping S_i from 1 to 0
@@ -24,8 +24,8 @@ matched DP defense's guarantee is stated for.
 
 Bounds.
 
-* one run (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run",
-  Thm. 3.1 and Prop. 5.7): :func:`bngp.audit.one_run_search` on the m scores, guessing "in"
+* one run (Steinke, Nasr, Jagielski, "Privacy auditing with one (1) training run",
+  arXiv:2305.08846, Thm. 3.1 and Prop. 5.7): :func:`bngp.audit.one_run_search` on the m scores, guessing "in"
   for the top k+ and "out" for the bottom k-, Bonferroni over the (k+, k-) candidates.
 * many runs (R independent releases with fresh inclusions): two bounds, each at error beta/2,
   whose maximum is therefore valid at confidence 1 - beta:
@@ -36,7 +36,7 @@ Bounds.
     the m canaries (error beta / (2 m) each) covers taking the best one;
   - pooled: each bit S_ri changes only release r, so the R releases together are
     (eps, delta)-DP in every one of the R m bits and the one-run theorem applies to all
-    R m guesses at once (Steinke et al. 2023 interpolate between one and many runs this way).
+    R m guesses at once (Steinke et al., arXiv:2305.08846, interpolate between one and many runs this way).
 
 The design's ceiling (``epsilon_ceiling``, :mod:`bngp.audit.ceiling`) is each bound computed again
 on a perfect attack's scores (1 for an included canary, 0 otherwise) with the same inclusions,
@@ -291,7 +291,7 @@ def one_run_mechanism_audit(
     progress: bool = False,
     device: DeviceName | torch.device = "cpu",
 ) -> MechanismAuditResult:
-    """One-run canary audit of ``defense`` (Steinke, Nasr, Jagielski 2023); module docstring.
+    """One-run canary audit of ``defense`` (Steinke, Nasr, Jagielski, arXiv:2305.08846); module docstring.
 
     Args:
         population: the K individuals (canaries and pool) and the reference panel.
@@ -336,6 +336,55 @@ def one_run_mechanism_audit(
     return _result("one-run", experiment, defense, (result.epsilon_lb, ceiling), confidence, delta, method, tradeoff)
 
 
+def _per_canary(scores: np.ndarray, inclusion: np.ndarray, confidence: float, delta: float) -> list[Any]:
+    """The Clopper-Pearson record of every canary at ``confidence`` (None where the canary was in
+    every run or in none): the R (score, S_ri) pairs of canary i are i.i.d. (Kairouz, Oh,
+    Viswanath 2015; Jagielski, Ullman, Oprea 2020; :func:`bngp.audit.many_run_audit`)."""
+    runs = inclusion.shape[0]
+    return [
+        many_run_audit(scores[:, i], inclusion[:, i], confidence=confidence, delta=delta,
+                       strategy="bonferroni") if 0 < inclusion[:, i].sum() < runs else None
+        for i in range(inclusion.shape[1])
+    ]
+
+
+def _best_canary(records: list[Any]) -> tuple[int | None, float]:
+    """(index, epsilon_lb) of the audited canary with the largest bound (the first of equal
+    bounds); (None, 0) when no canary was audited."""
+    audited = [i for i, record in enumerate(records) if record is not None]
+    if not audited:
+        return None, 0.0
+    top = max(audited, key=lambda i: records[i].epsilon_lb)
+    return top, records[top].epsilon_lb
+
+
+def _many_run_method(experiment: dict[str, Any], records: list[Any], best: tuple[int | None, float],
+                     pooled_result: Any, ceilings: tuple[float, float], beta: float) -> dict[str, Any]:
+    """The ``method`` record of a many-run audit; ``best`` = :func:`_best_canary` of ``records``,
+    ``ceilings`` = (per-canary, pooled)."""
+    ids = experiment["design"]["canary_ids"]
+    best_canary = best[0]
+    m = len(records)
+    return {
+        "name": "many-run: max(per-canary clopper-pearson, pooled one-run), beta/2 each",
+        "union_bound": (
+            f"beta/2 for the pooled one-run bound; beta/2 shared by the {m} per-canary clopper-pearson audits "
+            f"(bonferroni, error {beta / (2.0 * m):.3g} each)"
+        ),
+        "clopper_pearson_epsilon_lb": best[1],
+        "clopper_pearson_epsilon_ceiling": ceilings[0],
+        "clopper_pearson_best_canary": None if best_canary is None else ids[best_canary],
+        "pooled_one_run_epsilon_lb": pooled_result.epsilon_lb,
+        "pooled_one_run_epsilon_ceiling": ceilings[1],
+        "per_canary": [
+            {"canary": ids[i], "epsilon_lb": 0.0, "skipped": True} if record is None
+            else {"canary": ids[i], **record.to_dict()}
+            for i, record in enumerate(records)
+        ],
+        "pooled_one_run": pooled_result.to_dict(),
+    }
+
+
 def many_run_mechanism_audit(
     population: Population,
     defense: Defense,
@@ -366,61 +415,28 @@ def many_run_mechanism_audit(
     )
     scores, inclusion = experiment["scores"], experiment["inclusion"]
     beta = 1.0 - confidence
-    m = inclusion.shape[1]
-    per_canary_confidence = 1.0 - beta / (2.0 * m)
-
-    def per_canary(values: np.ndarray) -> list[Any]:
-        """The Clopper-Pearson record of every canary (None where it was in every run or in none)."""
-        return [
-            many_run_audit(values[:, i], inclusion[:, i], confidence=per_canary_confidence, delta=delta,
-                           strategy="bonferroni") if 0 < inclusion[:, i].sum() < runs else None
-            for i in range(m)
-        ]
+    per_canary_confidence = 1.0 - beta / (2.0 * inclusion.shape[1])
 
     def pooled(values: np.ndarray) -> Any:
         return one_run_search(values.ravel(), inclusion.ravel(), confidence=1.0 - beta / 2.0, delta=delta,
                               seed=experiment["seeds"]["ties"])
 
-    def best(records: list[Any]) -> tuple[int | None, float]:
-        audited = [i for i, record in enumerate(records) if record is not None]
-        if not audited:
-            return None, 0.0
-        top = max(audited, key=lambda i: records[i].epsilon_lb)  # the first of equal bounds
-        return top, records[top].epsilon_lb
-
-    ids = experiment["design"]["canary_ids"]
-    records = per_canary(scores)
-    best_canary, best_value = best(records)
+    records = _per_canary(scores, inclusion, per_canary_confidence, delta)
+    best_canary, best_value = _best_canary(records)
     pooled_result = pooled(scores)
     perfect = perfect_scores(inclusion)
-    canary_ceiling = best(per_canary(perfect))[1]
+    canary_ceiling = _best_canary(_per_canary(perfect, inclusion, per_canary_confidence, delta))[1]
     pooled_ceiling = pooled(perfect).epsilon_lb
     tradeoff = None
     if best_canary is not None:
         tradeoff = {
-            "scores": f"the {runs} scores of canary {ids[best_canary]} (one per release, independent runs), at its "
-                      f"confidence 1 - beta/(2 m) = {per_canary_confidence:.6g}",
+            "scores": f"the {runs} scores of canary {experiment['design']['canary_ids'][best_canary]} (one per "
+                      f"release, independent runs), at its confidence 1 - beta/(2 m) = {per_canary_confidence:.6g}",
             "is_test": True,
             **empirical_tradeoff(scores[:, best_canary], inclusion[:, best_canary],
                                  confidence=per_canary_confidence).to_dict(),
         }
-    method = {
-        "name": "many-run: max(per-canary clopper-pearson, pooled one-run), beta/2 each",
-        "union_bound": (
-            f"beta/2 for the pooled one-run bound; beta/2 shared by the {m} per-canary clopper-pearson audits "
-            f"(bonferroni, error {beta / (2.0 * m):.3g} each)"
-        ),
-        "clopper_pearson_epsilon_lb": best_value,
-        "clopper_pearson_epsilon_ceiling": canary_ceiling,
-        "clopper_pearson_best_canary": None if best_canary is None else ids[best_canary],
-        "pooled_one_run_epsilon_lb": pooled_result.epsilon_lb,
-        "pooled_one_run_epsilon_ceiling": pooled_ceiling,
-        "per_canary": [
-            {"canary": ids[i], "epsilon_lb": 0.0, "skipped": True} if record is None
-            else {"canary": ids[i], **record.to_dict()}
-            for i, record in enumerate(records)
-        ],
-        "pooled_one_run": pooled_result.to_dict(),
-    }
+    method = _many_run_method(experiment, records, (best_canary, best_value), pooled_result,
+                              (canary_ceiling, pooled_ceiling), beta)
     bounds = (max(best_value, pooled_result.epsilon_lb), max(canary_ceiling, pooled_ceiling))
     return _result("many-run", experiment, defense, bounds, confidence, delta, method, tradeoff)

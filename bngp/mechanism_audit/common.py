@@ -5,7 +5,7 @@ the release noise, the attack's own shadow simulations and the tie-breaking of t
 guesses each get a seed derived from the audit seed by :func:`bngp.rng.spawn_seeds`, so the
 attack never sees (nor regenerates) the audited releases.  PANORAMIA's ``companion`` stream
 splits the individuals outside the dataset into the generator's panel and the real non-members
-and draws the companion audit's inclusion coins (:mod:`bngp.mechanism_audit.panoramia_genome`).
+and draws the companion audit's inclusion coins (:mod:`bngp.mechanism_audit.panoramia_sets`).
 Streams are only ever appended to :data:`SEED_STREAMS`: SeedSequence children do not depend on
 how many are spawned, so a new stream leaves the seeds of the others, and their draws, unchanged.
 """

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from bngp.attacks.base import Attack
 from bngp.mechanism_audit.canary import many_run_mechanism_audit, one_run_mechanism_audit
-from bngp.mechanism_audit.panoramia_genome import RealNonmembers, panoramia_mechanism_audit
+from bngp.mechanism_audit.panoramia_genome import panoramia_mechanism_audit
+from bngp.mechanism_audit.panoramia_sets import RealNonmembers
 from bngp.mechanism_audit.results import MODES, MechanismAuditResult
 from bngp.data.population import Population
 from bngp.device import DeviceName, resolve_device

@@ -7,6 +7,8 @@ defense perturbs them, x = clip(f(D) + xi, 0, 1); section 4.4 / Theorem 5: mecha
   :func:`pool_copies`.
 * :mod:`~bngp.release.sampling`: :func:`release_mechanism` and :func:`sample_releases`, the one
   way every part of the toolkit draws a defense's releases.
+* :mod:`~bngp.release.shadow`: :func:`simulate_releases`, many releases of one defense for drawn or
+  given memberships (``bngp release --draws``).
 * :mod:`~bngp.release.noise`: seeded Laplace, Gaussian and l-inf K-norm samplers.
 * :mod:`~bngp.release.noise_law`: :class:`NoiseLaw`, a closed-form noise law as data.
 """
@@ -15,6 +17,7 @@ from .mechanism import ComposedMechanism, Mechanism, SummaryStatistics, allele_f
 from .noise import sample_gaussian, sample_laplace, sample_linf, sample_noise
 from .noise_law import NOISE_KINDS, NoiseLaw
 from .sampling import NoiseSource, release_mechanism, sample_releases
+from .shadow import RELEASE_CHUNK, publish_batch, simulate_releases
 
 __all__ = [
     "ComposedMechanism",
@@ -22,14 +25,17 @@ __all__ = [
     "NOISE_KINDS",
     "NoiseLaw",
     "NoiseSource",
+    "RELEASE_CHUNK",
     "SummaryStatistics",
     "allele_frequencies",
     "perturb",
     "pool_copies",
+    "publish_batch",
     "release_mechanism",
     "sample_gaussian",
     "sample_laplace",
     "sample_linf",
     "sample_noise",
     "sample_releases",
+    "simulate_releases",
 ]

@@ -39,7 +39,7 @@ from bngp.defenses.registry import DefenseContext
 from bngp.defenses.trained import load_run_defense
 from bngp.evaluate import evaluate_defense
 from bngp.decision import VERDICTS, AttackReading, DecisionRow, verdict
-from bngp.game import Game, GameConfig, train_once
+from bngp.game import FreshCheckSettings, Game, GameConfig, ObjectiveSettings, train_once
 from bngp.game.start import linear_attack_score, rank_references
 from bngp.io_utils import write_json, write_text
 from bngp.mechanism_audit import audit_mechanism
@@ -104,8 +104,8 @@ def _evaluation_record(population, prior, defense, members: int, releases: int, 
                               progress=False)
     strongest = result.strongest_attack
     entry = result.attacks[strongest]
-    return {"strongest_attack": strongest, "auc": entry["auc"], "tpr_at_1pct_fpr": entry["tpr_at_fpr"]["0.01"],
-            "tpr_at_0.1pct_fpr": entry["tpr_at_fpr"]["0.001"]}
+    return {"strongest_attack": strongest, "auc": entry.auc, "tpr_at_1pct_fpr": entry.tpr_at_fpr["0.01"],
+            "tpr_at_0.1pct_fpr": entry.tpr_at_fpr["0.001"]}
 
 
 def _audited_epsilon(population, defense, members: int, seed: int) -> float:
@@ -124,9 +124,10 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     ranking_seed, trained_seed, evaluation_seed, audit_seed = spawn_seeds(seed, 4)
     ranking = rank_references(population, members, f"{fraction:g}x", ranking_seed, shrink_grid=SHRINK_GRID)
     best = ranking.best_score
-    config = GameConfig(steps=budget.steps, objective="utility-budget", budget=ranking.budget.value,
-                        noise_law=ranking.best.law, refit_releases=best.releases, fresh_check_steps=0,
-                        eval_every=budget.eval_every, checkpoint_every=budget.checkpoint_every, seed=seed)
+    config = ranking.started(GameConfig(
+        steps=budget.steps, eval_every=budget.eval_every, checkpoint_every=budget.checkpoint_every, seed=seed,
+        objective=ObjectiveSettings(kind="utility-budget", budget=ranking.budget.value),
+        fresh_check=FreshCheckSettings(steps=0)))
     game = Game(population, prior, config, start=ranking.best,
                 start_record={"reference": best.label, "ranking": ranking.to_dict()})
     summary, _ = train_once(game, run_dir)

@@ -181,7 +181,7 @@ _SPECS = (
     ExperimentSpec(
         "table4", "Table 4, row 1b (Fig. 2a): the Bayesian attacker against BNGP, best-response and matched-DP defenders",
         "At kappa = 1.5: the BNGP defender, the best responses to the fixed-threshold LRT and to the adaptive-threshold "
-        "LRT (App. M, relaxed by a sigmoid, `GameConfig(against=...)`), and the Laplace mechanism matched to the BNGP "
+        "LRT (App. M, relaxed by a sigmoid, `ObjectiveSettings(against=...)`), and the Laplace mechanism matched to the BNGP "
         "defender's realised utility loss (`matched-laplace`, eps under the paper's |Q|/N sensitivity). Each is attacked "
         "by a fresh Bayesian attacker, the converged ridge attack `linear`, the whitened discriminant, least-squares "
         "reconstruction and the stacked attacker pooling them.",
@@ -199,7 +199,7 @@ _SPECS = (
         "fig2c-score-defender", "Fig. 2c (Table 4, row 1g): the best response to the score attacker, 20 individuals, datasets of 5",
         "App. L.4: the score-based attacker needs O(n^2 log n) SNVs, so the population is 20 individuals, each dataset "
         "5 of them, with 4000 SNVs (paper scale). The defender best-responds to the score attacker (App. M, "
-        "`GameConfig(against=\"score\")`, kappa = 1.5); it is attacked by the Bayesian, both LRT, the score attackers "
+        "`ObjectiveSettings(against=\"score\")`, kappa = 1.5); it is attacked by the Bayesian, both LRT, the score attackers "
         "and `linear`.",
         "genome", {"quick": Sizes(20, 5, 100, 300), "small": Sizes(20, 5, 100, 1000), "paper": Sizes(20, 5, 100, 4000)},
         (_GENOME_STAND_IN, _DIRECTION, _EXTRA_ATTACKS,

@@ -8,7 +8,7 @@ sizes per scale, the paper's numbers, where we knowingly differ) at one scale an
 2. trains BNGP defenders with :class:`bngp.game.Game` into ``OUT/NAME/runs/SCALE_seedS/LABEL/``
    (a completed run of the same configuration on the same population is reused and an
    interrupted one resumed from its checkpoint, so a paper-scale reproduction can be split
-   across sessions; a finished run keeps its defender, config, summary and TensorBoard logs
+   across several invocations; a finished run keeps its defender, config, summary and TensorBoard logs
    but not its checkpoint (:func:`bngp.run_dir.drop_from_run`), small enough to keep with the
    results);
 3. evaluates defenses with :func:`bngp.evaluate.evaluate_defense` on the same evaluation
@@ -32,7 +32,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,12 @@ from bngp.defenses import Defense, DefenseContext, load_run_defense, parse_defen
 from bngp.defenses.artifact import population_fingerprint
 from bngp.errors import InputError
 from bngp.workers import resolve_workers
-from bngp.evaluate import EvaluationResult, check_evaluation_format, evaluate_defense
-from bngp.game import Game, GameConfig, RunState, train_once
+from bngp.evaluate import evaluate_defense
+from bngp.evaluation_record import EvaluationResult, check_evaluation_format
+from bngp.game import (
+    AttackerSettings, DefenderSettings, FreshCheckSettings, Game, GameConfig, ObjectiveSettings, RunState, SelectionSettings,
+    train_once,
+)
 from bngp.reproduce.datasets import DATASETS, make_population
 from bngp.reproduce.scales import SCALES, Budget, Sizes
 from bngp.io_utils import atomic_write, write_json
@@ -157,11 +161,13 @@ def typical_replacement_l2(population: Population, members: int) -> float:
 
 
 def _config_record(config: GameConfig) -> dict[str, Any]:
-    """GameConfig as JSON, a per-attribute kappa vector summarised by its distinct values."""
-    record = config.to_dict()
-    if config.kappa_vector is not None:
-        values, counts = np.unique(np.asarray(config.kappa_vector), return_counts=True)
-        record["kappa_vector"] = {"length": len(config.kappa_vector),
+    """GameConfig in its flat form (:meth:`GameConfig.flat`), a per-attribute kappa vector summarised by its
+    distinct values."""
+    record = config.flat()
+    kappa_vector = config.objective.kappa_vector
+    if kappa_vector is not None:
+        values, counts = np.unique(np.asarray(kappa_vector), return_counts=True)
+        record["kappa_vector"] = {"length": len(kappa_vector),
                                   "counts": {f"{v:g}": int(c) for v, c in zip(values, counts)}}
     return record
 
@@ -215,15 +221,19 @@ class Experiment:
             print(f"[{self.spec.name}] {message}", flush=True)
 
     # -- defenses ---------------------------------------------------------------------------
-    def game_config(self, **overrides: Any) -> GameConfig:
-        """GameConfig with this scale's budgets and the experiment's seed, plus ``overrides``."""
+    def game_config(self, fixed_gaussian_sigmas: tuple[float, ...] = (), **objective: Any) -> GameConfig:
+        """GameConfig with this scale's budgets and the experiment's seed, the fixed Gaussian copies composed
+        before the defender (App. L.6) and the objective's settings ``objective``
+        (:class:`bngp.game.ObjectiveSettings`: ``kappa``, ``kappa_vector``, ``against``, ``dp_epsilon``)."""
         budget = self.budget
         # every step of the game and of the fresh-attacker check, batches of 64 and, in a composed game,
         # the in-game attacker on the whole release, as in the runs these reproductions have stored
-        base = GameConfig(steps=budget.steps, batch_size=64, fresh_check_steps=budget.fresh_check_steps,
-                          fresh_check_patience=None, pool_copies=False, selection_patience=None,
-                          eval_every=budget.eval_every, checkpoint_every=budget.checkpoint_every, seed=self.seed)
-        return replace(base, **overrides)
+        return GameConfig(steps=budget.steps, batch_size=64, eval_every=budget.eval_every,
+                          checkpoint_every=budget.checkpoint_every, seed=self.seed,
+                          objective=ObjectiveSettings(**objective),
+                          defender=DefenderSettings(fixed_gaussian_sigmas=fixed_gaussian_sigmas),
+                          attacker=AttackerSettings(pool_copies=False), selection=SelectionSettings(patience=None),
+                          fresh_check=FreshCheckSettings(steps=budget.fresh_check_steps, patience=None))
 
     @property
     def reused_training_seconds(self) -> float:
@@ -255,7 +265,7 @@ class Experiment:
             "seconds": seconds,
             # the training's own time (the sum of its phases), also when this run reused it
             "training_seconds": float(sum(phase["seconds"] for phase in (summary.timings or {}).values())),
-            "against": config.against,
+            "against": config.objective.against,
             "final": summary.final,
             "selected": summary.selected,
             "collapse": summary.collapse.to_dict(),
@@ -321,10 +331,7 @@ class Experiment:
         with np.load(arrays, allow_pickle=False) as data:
             labels = data["labels"]
             scores = {name: data[f"scores_{index}"] for index, name in enumerate(payload["attacks"])}
-        result = EvaluationResult(defense=payload["defense"], utility_loss=payload["utility_loss"], labels=labels,
-                                  scores=scores, attacks=payload["attacks"], seed=payload["seed"],
-                                  releases=payload["releases"], utility=payload["utility"], notes=tuple(payload["notes"]),
-                                  device=payload["device"], workers=payload.get("workers", 1))
+        result = EvaluationResult.from_dict(payload, labels, scores)
         payload["reused"] = True
         return result, payload
 

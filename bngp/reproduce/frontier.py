@@ -62,7 +62,7 @@ class FrontierGrid:
     audit_runs: int | None = None
 
 
-#: ``quick`` is a pipeline check (one point per family, about 30 s); ``small`` and ``paper`` span
+#: ``quick`` is a pipeline check (one point per family); ``small`` and ``paper`` span
 #: the trade-off with many-run audits.
 FRONTIER: dict[str, FrontierGrid] = {
     "quick": FrontierGrid(kappa=(1.5,), eps=(100.0,), audit_mode="one-run", canaries=20),

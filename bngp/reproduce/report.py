@@ -36,12 +36,12 @@ from bngp.reproduce.experiment import Experiment, Row, format_auc
 from bngp.run_dir import MANIFEST_FILE, commit_run, staging_dir
 from bngp.timing import matmul_flops, peak_rss_bytes
 
-__all__ = ["ReproductionResult", "write_report", "write_index", "environment", "peak_rss_bytes", "differing_rows",
+__all__ = ["ReproductionResult", "write_report", "write_index", "environment", "differing_rows",
            "collapsed_defenders", "reused_text", "fresh_staging", "frontier_plot_lines"]
 
 #: packages whose versions every result records.
 _PACKAGES = ("bngp", "torch", "numpy", "scipy", "scikit-learn", "msprime", "stdpopsim", "tskit", "matplotlib")
-#: (size, repeats) of the float32 matmul measured with every report (bngp.timing.matmul_flops; about 0.5 s).
+#: (size, repeats) of the float32 matmul measured with every report (bngp.timing.matmul_flops).
 REFERENCE_MATMUL = (1024, 4)
 #: a row "differs" from the paper when |ours - paper| exceeds both this and two combined stds.
 DIFFERENCE_FLOOR = 0.02
@@ -57,7 +57,7 @@ class ReproductionResult:
         seed: the seed of the population, trainings and evaluations.
         directory: the report directory (``report.md``, ``results.json``, plots).
         wall_seconds: wall time of the whole reproduction.
-        peak_rss_bytes: the process's peak resident memory at its end (see :func:`peak_rss_bytes`).
+        peak_rss_bytes: the process's peak resident memory at its end (:func:`bngp.timing.peak_rss_bytes`).
         rows: every (setting, attack) AUC.
     """
 
@@ -170,8 +170,8 @@ def reused_text(wall: float, reused: float, what: str = "trainings") -> str:
     return "" if reused == 0 else f" ({wall + reused:.1f} s with the {reused:.1f} s of the {what} it reused)"
 
 
-def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> str:
-    """The Markdown report: our numbers next to the paper's, knowledge, direction, differences."""
+def _header_lines(experiment: Experiment, wall: float, peak: int, matmul: float) -> list[str]:
+    """Title, description, the command with its sizes and budgets, the run's cost, the settings."""
     spec, budget = experiment.spec, experiment.budget
     lines = [
         f"# {spec.title}",
@@ -191,7 +191,12 @@ def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> s
     shown = {key: value for key, value in experiment.settings.items() if not (isinstance(value, list) and len(value) > 8)}
     if shown:
         lines += ["Settings (all of them in results.json): " + "; ".join(f"{k} = {v}" for k, v in shown.items()) + ".", ""]
-    lines += [
+    return lines
+
+
+def _auc_table_lines(experiment: Experiment) -> list[str]:
+    """Every (setting, attack) row: our AUC next to the paper's, direction, utility loss, time."""
+    lines = [
         "| setting | attack | AUC ± std (ours) | AUC ± std (paper) | ours in the paper's direction | direction "
         "| utility loss | attack time (s) |",
         "|---|---|---|---|---|---|---|---|",
@@ -201,27 +206,32 @@ def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> s
         lines.append(f"| {row.setting} | {row.attack} | {format_auc((row.auc, row.auc_std))} | {format_auc(row.paper)} "
                      f"| {comparable} | {'+1' if row.orientation == 1 else '-1'} | {row.utility_loss:.5f} "
                      f"| {row.seconds:.2f} |")
-    lines += [
+    return lines + [
         "",
         "AUCs are means over releases (± std over releases), each attack in the direction it fixed from its own shadow "
         "data, never from evaluation labels. The paper prints the adaptive-LRT and score attacks in their raw direction "
         "(AUCs below 0.5); where the paper's number is below 0.5 the column \"ours in the paper's direction\" gives our "
         "raw-direction AUC. Utility loss = mean |x - f(D)| over all released outputs.",
-        "",
-        "## Strongest attack per defense",
-        "",
-        "A defense is only as private as the strongest attack fitted to convergence shows.",
-        "",
     ]
+
+
+def _strongest_lines(experiment: Experiment) -> list[str]:
+    """The strongest attack of every evaluated setting, with its ROC plot."""
+    lines = ["", "## Strongest attack per defense", "",
+             "A defense is only as private as the strongest attack fitted to convergence shows.", ""]
     for index, (setting, payload) in enumerate(experiment.evaluations.items(), start=1):
         strongest = payload["strongest_attack"]
         gap = payload.get("attack_gap")
         versus = "" if gap is None else f"; best analytic `{gap['best_analytic']}` minus Bayesian AUC {gap['gap']:+.4f}"
         lines.append(f"- {setting} [{_describe_defense(payload['defense'])}]: strongest **{strongest['name']}** "
                      f"(AUC {strongest['auc']:.4f}){versus}. ROC: `roc-{index}.png`.")
-    lines += _utility_lines(experiment)
-    lines += ["", "## Where and why we differ from the paper", ""]
-    lines += [f"- {text}" for text in spec.differences]
+    return lines
+
+
+def _difference_lines(experiment: Experiment) -> list[str]:
+    """Where and why we differ: the spec's reasons, the scale, collapsed defenders, cells off the paper's."""
+    lines = ["", "## Where and why we differ from the paper", ""]
+    lines += [f"- {text}" for text in experiment.spec.differences]
     if experiment.scale != "paper":
         lines.append(f"- Scale `{experiment.scale}`: sizes and budgets below the paper's (see above).")
     lines += [f"- {text}" for text in collapsed_defenders(experiment)]
@@ -232,30 +242,47 @@ def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> s
             for row, d in differing) + ".")
     elif any(row.paper is not None for row in experiment.rows):
         lines.append("- Every cell with a paper number is within max(0.02, two combined stds) of it.")
-    if experiment.trainings:
-        lines += ["", "## Trained defenders", "",
-                  "Fresh attacker = a new network trained against the frozen defender after training."]
-        for label, record in experiment.trainings.items():
-            check = record["fresh_attacker_check"]
-            fresh = f"fresh attacker AUC {check['auc']:.4f}" if check else "no fresh-attacker check"
-            bgbp = record["bgbp"]
-            if bgbp is not None and check is not None:
-                fresh += (f"; BGBP constraint DPH^{bgbp['epsilon']:g} (Prop. 10: eps_hat = {bgbp['implied_epsilon']:.3f}"
-                          f"-DP if it holds), fresh attacker outside its bounds on "
-                          f"{check.get('dp_bound_violation_rate', float('nan')):.1%} of outputs")
-            delivered = record.get("selected") or record["final"]
-            kept = f"state of step {delivered['step']} kept (best against a refitted attacker); " if record.get("selected") else ""
-            lines.append(f"- `{label}` (against {record['against']}): {fresh}; {kept}in-game held-out utility loss "
-                         f"{delivered.get('heldout_utility_loss', float('nan')):.5f}; {record['seconds']:.1f} s"
-                         f"{' (reused)' if record['reused'] else ''}.")
-    converged = [(setting, convergence_lines(payload["attacks"])) for setting, payload in experiment.evaluations.items()]
-    if any(found for _, found in converged):
-        lines += ["", "## Attackers fitted to convergence", "",
-                  "The privacy result is the strongest attack's, so each learned attack shows that more shadow releases "
-                  "or more steps no longer raised its validation AUC."]
-        for setting, found in converged:
-            if found:
-                lines += ["", f"### {setting}"] + found
+    return lines
+
+
+def _training_lines(experiment: Experiment) -> list[str]:
+    """Each trained defender: its fresh-attacker check, BGBP constraint, kept state and utility."""
+    if not experiment.trainings:
+        return []
+    lines = ["", "## Trained defenders", "",
+             "Fresh attacker = a new network trained against the frozen defender after training."]
+    for label, record in experiment.trainings.items():
+        check = record["fresh_attacker_check"]
+        fresh = f"fresh attacker AUC {check['auc']:.4f}" if check else "no fresh-attacker check"
+        bgbp = record["bgbp"]
+        if bgbp is not None and check is not None:
+            fresh += (f"; BGBP constraint DPH^{bgbp['epsilon']:g} (Prop. 10: eps_hat = {bgbp['implied_epsilon']:.3f}"
+                      f"-DP if it holds), fresh attacker outside its bounds on "
+                      f"{check.get('dp_bound_violation_rate', float('nan')):.1%} of outputs")
+        delivered = record.get("selected") or record["final"]
+        kept = f"state of step {delivered['step']} kept (best against a refitted attacker); " if record.get("selected") else ""
+        lines.append(f"- `{label}` (against {record['against']}): {fresh}; {kept}in-game held-out utility loss "
+                     f"{delivered.get('heldout_utility_loss', float('nan')):.5f}; {record['seconds']:.1f} s"
+                     f"{' (reused)' if record['reused'] else ''}.")
+    return lines
+
+
+def _convergence_section(experiment: Experiment) -> list[str]:
+    """Per setting, the learned attacks' evidence of convergence (:func:`bngp.report.convergence_lines`)."""
+    converged = [(setting, convergence_lines(result.attacks)) for setting, result in experiment.results.items()]
+    if not any(found for _, found in converged):
+        return []
+    lines = ["", "## Attackers fitted to convergence", "",
+             "The privacy result is the strongest attack's, so each learned attack shows that more shadow releases "
+             "or more steps no longer raised its validation AUC."]
+    for setting, found in converged:
+        if found:
+            lines += ["", f"### {setting}"] + found
+    return lines
+
+
+def _knowledge_lines(experiment: Experiment) -> list[str]:
+    """Each attack's knowledge and the directions it fixed."""
     knowledge: dict[str, str] = {}
     directions: dict[str, set[str]] = {}
     for payload in experiment.evaluations.values():
@@ -263,9 +290,17 @@ def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> s
             knowledge.setdefault(name, entry["knowledge"])
     for row in experiment.rows:
         directions.setdefault(row.attack, set()).add(_direction(row))
-    lines += ["", "## Attacks: knowledge and direction", ""]
-    lines += [f"- `{name}`: {text.rstrip('. ')}. Direction: {'; '.join(sorted(directions.get(name, ())))}."
-              for name, text in knowledge.items()]
+    lines = ["", "## Attacks: knowledge and direction", ""]
+    return lines + [f"- `{name}`: {text.rstrip('. ')}. Direction: {'; '.join(sorted(directions.get(name, ())))}."
+                    for name, text in knowledge.items()]
+
+
+def markdown(experiment: Experiment, wall: float, peak: int, matmul: float) -> str:
+    """The Markdown report: our numbers next to the paper's, knowledge, direction, differences."""
+    lines = _header_lines(experiment, wall, peak, matmul) + _auc_table_lines(experiment) + _strongest_lines(experiment)
+    lines += _utility_lines(experiment)
+    lines += _difference_lines(experiment) + _training_lines(experiment) + _convergence_section(experiment)
+    lines += _knowledge_lines(experiment)
     if experiment.notes:
         lines += ["", "## Notes and warnings", ""] + [f"- {note}" for note in experiment.notes]
     versions = ", ".join(f"{name} {value}" for name, value in environment()["packages"].items() if value)

@@ -115,7 +115,7 @@ class Cell:
             "seed": self.seed,
             "attacks": list(self.attacks),
             "releases": self.releases,
-            "game": None if self.game is None else self.game.to_dict(),
+            "game": None if self.game is None else self.game.flat(),
         }
         if self.audit is not None:
             canonical["audit"] = self.audit.to_dict()
@@ -150,7 +150,7 @@ class Cell:
             "attacks": list(self.attacks),
             "releases": self.releases,
             "attacker_patience": self.attacker_patience,
-            "game": None if self.game is None else self.game.to_dict(),
+            "game": None if self.game is None else self.game.flat(),
             **({"decision": True} if self.decision else {}),
         }
 

@@ -23,8 +23,9 @@ The keys (``docs/sweep.md`` has a full example):
   (:attr:`bngp.attacks.training.AttackerTrainingConfig.patience`, default 4; ``null`` in JSON or
   ``"none"`` (which TOML needs, having no null; also for the optional ``game`` settings): all of
   its steps).
-* ``game``: :class:`bngp.game.GameConfig` settings of the BNGP defenders (``steps``,
-  ``fresh_check_steps``, ``attacker_refit_every``, ...); ``kappa`` and ``seed`` are the sweep's.
+* ``game``: :class:`bngp.game.GameConfig` settings of the BNGP defenders by their flat keys
+  (:data:`bngp.game.config.FLAT_KEYS`: ``steps``, ``fresh_check_steps``, ``attacker_refit_every``, ...);
+  ``kappa`` and ``seed`` are the sweep's.
 * ``audit`` (optional): an end-to-end canary audit of every cell's defense
   (:func:`bngp.mechanism_audit.audit_mechanism`), which records an empirical lower bound on eps
   per cell; its settings are :class:`AuditSpec`'s (``mode``, ``canaries``, ``attack``, ``runs``,
@@ -43,11 +44,11 @@ from typing import Any
 
 from bngp.attacks.registry import attack_requirements, available_attacks
 from bngp.attacks.training import AttackerTrainingConfig
-from bngp.defenses.budget import BUDGET_SPECS, parse_budget
-from bngp.defenses.registry import split_spec
-from bngp.defenses.specs import DP_SPECS
+from bngp.defenses.budget import parse_budget
+from bngp.defenses.registry import BUDGET_SPECS, DP_SPECS, split_spec
 from bngp.errors import InputError
 from bngp.game import KAPPA_MAX, GameConfig
+from bngp.game.config import FLAT_KEYS
 from bngp.mechanism_audit import DEFAULT_RUNS
 from bngp.validation import check_patience
 
@@ -62,8 +63,9 @@ BUDGET_FAMILY = "bngp-budget"
 BUDGET_FAMILIES = (BUDGET_FAMILY, *BUDGET_SPECS)
 #: the attacks of a sweep that names none: closed-form attacks, fast at any size.
 DEFAULT_ATTACKS: tuple[str, ...] = ("lrt", "adaptive-lrt", "score", "reconstruction")
-#: the GameConfig settings a config's ``game`` table may set (kappa and seed are the sweep's).
-GAME_KEYS: tuple[str, ...] = tuple(f.name for f in fields(GameConfig) if f.name not in ("kappa", "kappa_vector", "seed"))
+#: the GameConfig settings a config's ``game`` table may set, by their flat keys (:data:`bngp.game.config.FLAT_KEYS`;
+#: kappa and seed are the sweep's).
+GAME_KEYS: tuple[str, ...] = tuple(key for key in FLAT_KEYS if key not in ("kappa", "kappa_vector", "seed"))
 
 _KEYS = ("datasets", "defenses", "kappa", "eps", "budgets", "seeds", "attacks", "releases", "retries", "attacker_patience",
          "game", "audit", "decision")
@@ -260,7 +262,7 @@ class SweepConfig:
 
     def game_config(self, kappa: float, seed: int) -> GameConfig:
         """The GameConfig of the BNGP defender at ``kappa`` trained with ``seed``."""
-        return GameConfig(**dict(self.game), kappa=float(kappa), seed=seed)
+        return GameConfig.from_flat({**dict(self.game), "kappa": float(kappa), "seed": seed})
 
     def to_dict(self) -> dict[str, Any]:
         """The config in its JSON form (absolute dataset paths), as recorded in ``sweep.json``;
@@ -437,8 +439,18 @@ def _none_word(value: Any) -> Any:
     return None if isinstance(value, str) and value.strip().lower() == "none" else value
 
 
+def _flat_annotations() -> dict[str, str]:
+    """The annotation of each flat GameConfig setting (:data:`bngp.game.config.FLAT_KEYS`), as a string."""
+    default = GameConfig()
+    annotations = {}
+    for key, (group, name) in FLAT_KEYS.items():
+        owner = default if group is None else getattr(default, group)
+        annotations[key] = str(next(f.type for f in fields(owner) if f.name == name))
+    return annotations
+
+
 def _check_game(game: tuple[tuple[str, Any], ...]) -> None:
-    annotations = {f.name: str(f.type) for f in fields(GameConfig)}
+    annotations = _flat_annotations()
     for key, value in game:
         if key not in GAME_KEYS:
             reason = "is set by the sweep" if key in annotations else "is not a GameConfig setting"

@@ -5,7 +5,7 @@ A BNGP cell given a run directory of its own (``runs/<key>/`` of the sweep, on t
 and a local Ray runtime) trains there with :func:`bngp.game.train_once`: a run finished by an
 earlier, interrupted attempt of the sweep is reused and an interrupted training resumed from its
 last checkpoint, with the same weights as an uninterrupted run, so a paper-scale sweep can be
-split across sessions.  Without one (a worker of a Ray cluster, whose disk is not the driver's)
+split across several invocations.  Without one (a worker of a Ray cluster, whose disk is not the driver's)
 it trains in a temporary directory and its finished run (less its resumable checkpoint) comes
 back with the result, as bytes, kept by :class:`bngp.sweep.store.CellStore`.
 
@@ -132,16 +132,16 @@ def _compute(cell: Cell, population: Population, run_dir: Path | None = None) ->
     decision = None
     if cell.decision:
         entry = evaluation.attacks[strongest]
-        reading = AttackReading(strongest, entry["auc"], entry["tpr_at_fpr"]["0.01"], entry["tpr_at_fpr"]["0.001"])
+        reading = AttackReading(strongest, entry.auc, entry.tpr_at_fpr["0.01"], entry.tpr_at_fpr["0.001"])
         decision = decide_release(population, members, defense, strongest=reading, seed=cell.seeds["decision"]).to_dict()
     return {
         "audit": audit,
         "decision": decision,
         "utility_loss": evaluation.utility_loss,
         "data_independent_utility_loss": evaluation.utility["data_independent_utility_loss"],
-        "auc": {name: entry["auc"] for name, entry in evaluation.attacks.items()},
+        "auc": {name: entry.auc for name, entry in evaluation.attacks.items()},
         "strongest_attack": strongest,
-        "strongest_auc": evaluation.attacks[strongest]["auc"],
+        "strongest_auc": evaluation.attacks[strongest].auc,
         "training": training,
         "warnings": [*notes, *evaluation.notes],
         "defender_run": defender_run,
@@ -153,8 +153,8 @@ def _budget_game(cell: Cell, population: Population, prior: UniformSubsetPrior) 
     at the cell's budget (with its game seed), G started from the best, the in-game refits on as many shadow
     releases as that reference's converged attack needed."""
     ranking = rank_references(population, cell.dataset.members, cell.parameter, seed=cell.game.seed)
-    config = replace(cell.game, objective="utility-budget", budget=ranking.budget.value, noise_law=ranking.best.law,
-                     refit_releases=ranking.best_score.releases)
+    objective = replace(cell.game.objective, kind="utility-budget", budget=ranking.budget.value)
+    config = ranking.started(replace(cell.game, objective=objective))
     return Game(population, prior, config, start=ranking.best,
                 start_record={"reference": ranking.best_score.label, "ranking": ranking.to_dict()})
 

@@ -25,7 +25,6 @@ from collections.abc import Callable
 import numpy as np
 
 from bngp.audit import clopper_pearson_upper, gdp_audit, many_run_audit
-from bngp.audit.many_run import _epsilon_objective
 from bngp.audit.roc import threshold_counts
 from bngp.io_utils import write_json
 
@@ -42,6 +41,19 @@ def _best_seconds(function: Callable[[], object], repeats: int) -> tuple[float, 
     return best, value
 
 
+def _epsilon(alpha_u: np.ndarray, beta_u: np.ndarray) -> np.ndarray:
+    """eps(alpha_u, beta_u) = max(ln((1 - alpha_u) / beta_u), ln((1 - beta_u) / alpha_u)), -inf where undefined.
+
+    The (eps, 0)-DP bound of a threshold test with upper bounds alpha_u on its false positive rate
+    and beta_u on its false negative rate (Kairouz et al., arXiv:1311.0776, Theorem 2.1), written
+    here independently of :mod:`bngp.audit` so that the naive reference checks it.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.log(1.0 - alpha_u) - np.log(beta_u)
+        second = np.log(1.0 - beta_u) - np.log(alpha_u)
+    return np.maximum(np.where(np.isnan(first), -np.inf, first), np.where(np.isnan(second), -np.inf, second))
+
+
 def _naive_bound(scores: np.ndarray, members: np.ndarray, confidence: float) -> float:
     """Exact quantiles at every distinct threshold, no pruning (the reference algorithm)."""
     labels = members.astype(bool)
@@ -51,7 +63,7 @@ def _naive_bound(scores: np.ndarray, members: np.ndarray, confidence: float) -> 
     beta = 1.0 - confidence
     alpha_u = clopper_pearson_upper(fp, n0, beta / (2 * n0))
     beta_u = clopper_pearson_upper(n1 - tp, n1, beta / (2 * n1))
-    return max(float(np.max(_epsilon_objective(0.0)(alpha_u, beta_u))), 0.0)
+    return max(float(np.max(_epsilon(alpha_u, beta_u))), 0.0)
 
 
 def run(n_scores: int, shift: float, seed: int, repeats: int, naive: bool) -> dict:

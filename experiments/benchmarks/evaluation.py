@@ -4,7 +4,7 @@ Runs :func:`bngp.evaluate.evaluate_defense` (every attack the evaluation's knowl
 50 releases by default) on an independent-SNV population of K individuals and |Q| outputs, with
 n = K / 2 members, against a fixed DP defense, in this process after measuring the machine's
 float32 and float64 matmul throughput with the same threads.  Reports each attack's wall time
-(fit + scoring), its share, the total against the issue's target (<= 180 s at K = 800,
+(fit + scoring), its share, the total against the target (<= 180 s at K = 800,
 |Q| = 5000), peak memory and each attack's AUC (so a faster run can be checked to be as
 strong).  ``--device cuda`` runs the attacks that can use a GPU there (:mod:`bngp.device`) and
 measures the matmul references on it.  The converged linear fits report their learning curves;
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import (device_description, matmul_peak_flops, peak_device_memory_gib, peak_helper_memory_gib,  # noqa: E402
                       peak_memory_gib, write_report)
 
-#: the issue's target for K = 800, |Q| = 5000, 50 releases (seconds).
+#: the target for K = 800, |Q| = 5000, 50 releases (seconds).
 PAPER_SCALE_TARGET_SECONDS = 180.0
 #: the fixed defense evaluated by default (a DP defense whose releases keep a weak signal, AUC about 0.51).
 DEFAULT_DEFENSE = "laplace:epsilon=10"
@@ -97,7 +97,7 @@ def timed_evaluation(population, prior, members: int, defense, releases: int, se
                               n_members=members, progress=True, device=where, workers=workers)
     wall = time.perf_counter() - started
     return {"wall_seconds": wall, "workers": workers,
-            "attacks": {name: {"seconds": entry["seconds"], "share": entry["seconds"] / wall, "auc": entry["auc"]}
+            "attacks": {name: {"seconds": entry.seconds, "share": entry.seconds / wall, "auc": entry.auc}
                         for name, entry in result.attacks.items()}}
 
 

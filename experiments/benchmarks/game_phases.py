@@ -36,9 +36,9 @@ Per phase it reports:
   products take at their own sizes, their share of the phase's time (the rest is its other work:
   elementwise passes, draws, the optimiser, Python) and their FLOPs, which for the network phases
   equal the counted ones (a test checks it);
-- a verdict on the issue's ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
+- a verdict on the target ">= 0.5 of the matmul" for the phases whose counted FLOPs are matrix
   products (:data:`MATMUL_BOUND`), at the paper's scale (:data:`PAPER_SCALE`, plain and composed:
-  the issue's item 1 asks for the fractions of the default game there); smaller sizes report them
+  the target asks for the fractions of the default game there); smaller sizes report them
   without a verdict.  A phase that also draws random numbers is judged against its bound (its
   products at the matmul plus its draws at the generator's rate, the least time this machine
   allows it: a composed release's m |Q| normals a draw are 45% of it at paper scale), like the
@@ -47,7 +47,7 @@ Per phase it reports:
   run, ``bngp evaluate --attacks all`` (50 releases, the command's processes) of the defender the
   run kept and of a fixed DP defense (:data:`evaluation.DEFAULT_DEFENSE`), each timed with its
   attacks' seconds and AUCs (:func:`_evaluations`), the matmul measured again right after them;
-- a table of the issue's targets first (:func:`_targets_lines`): each default run against its wall
+- a table of the speed targets first (:func:`_targets_lines`): each default run against its wall
   time, the paper-scale run's peak memory, the evaluations against 180 s, the matmul-bound phases
   at the paper's scale, the scaling exponents; each beside the same run's matmul, and "not
   measured" for a size the report lacks.  ``--full`` with the default sizes measures them all in
@@ -80,7 +80,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,7 +102,7 @@ DEFAULT_SIZES = "100x1000,200x1000,400x1000,200x500,200x2000,800x5000,800x5000x5
 TARGETS = {(200, 1000, 1): 90.0, (800, 5000, 1): 15 * 60.0, (800, 5000, 5): 30 * 60.0}
 #: the peak memory targets of a default run (GiB), by size as :data:`TARGETS`.
 MEMORY_TARGETS = {(800, 5000, 1): 4.0}
-#: the paper's scale (K, |Q|; App. L.8): the issue's item 1 asks for the phases' fractions of the
+#: the paper's scale (K, |Q|; App. L.8): the target asks for the phases' fractions of the
 #: matmul for the default game at this scale, and its ">= 0.5" is judged there (plain and composed).
 #: Smaller sizes report the same fractions without a verdict: there a 128-release update's products
 #: take about a third of its time, and its other work (elementwise passes, draws, the optimiser, the
@@ -142,7 +141,7 @@ def _is_decomposition(name: str) -> bool:
 
 def default_calls(config) -> dict[str, float]:
     """Calls of each phase in a run of ``config`` (its own steps and schedule)."""
-    refits = config.steps / config.attacker_refit_every + 2  # the schedule, the final scoring, a restore
+    refits = config.steps / config.attacker.refit_every + 2  # the schedule, the final scoring, a restore
     return {
         "refit: releases": refits,
         "refit: fit": refits,
@@ -151,14 +150,14 @@ def default_calls(config) -> dict[str, float]:
         "defender step": config.steps,
         "held-out evaluation": config.steps / config.eval_every,
         "checkpoint": config.steps / config.checkpoint_every + 1,
-        "fresh-attacker check": 1.0 if config.fresh_check_steps else 0.0,
+        "fresh-attacker check": 1.0 if config.fresh_check.steps else 0.0,
     }
 
 
 def _refit_fit_flops(rows: int, columns: int, outputs: int, validation: int, path: int) -> float:
-    """FLOPs of one in-game refit's fit (``bngp.ridge.fit_ridge`` with validation draws, then the
+    """FLOPs of one in-game refit's fit (``bngp.linear.fit_ridge`` with validation draws, then the
     population-inversion head), from the products it runs.  With more rows than columns (the
-    primal form, :func:`bngp.ridge.symmetric_form` on the CPU): the Gram matrix X^T X by syrk (half
+    primal form, :func:`bngp.linear.symmetric_form` on the CPU): the Gram matrix X^T X by syrk (half
     a general product), its Householder tridiagonalisation (4/3 r^3), X^T B, the reflectors applied
     to X^T B, X_v^T and the chosen map (2 r^2 per column), the shifted tridiagonal solves (O(r) per
     column, not counted); with fewer (the dual form) the Gram matrix of the rows, its
@@ -204,12 +203,12 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     step runs G forward and back (no input gradient for the layers fed (b, r) itself: G's first
     and its linear skip), and H forward and its input gradients only (H is held fixed).  The
     counts equal the FLOPs of the products these phases dispatch (a test records them).
-    A composed game whose attacker reads the fixed copies pooled (``GameConfig.pool_copies``) fits
+    A composed game whose attacker reads the fixed copies pooled (``AttackerSettings.pool_copies``) fits
     its head on that 2|Q|-wide input (on as many releases as for the whole release)."""
     import torch
 
     from bngp.game.config import REFIT_VALIDATION_DRAWS
-    from bngp.ridge import RIDGE_PATH
+    from bngp.linear import RIDGE_PATH
 
     config = game.config
     batch = config.batch_size
@@ -228,14 +227,14 @@ def phase_flops(game, refit_rows: int) -> dict[str, float]:
     decomposition, _, decomposed = _decomposition(refit_rows, game.attacker_spec.n_outputs)
     return {
         "refit: releases": (refit_rows + validation) * release,
-        # the fit's own products; its decomposition is a phase nested in it (bngp.timing, bngp.ridge)
+        # the fit's own products; its decomposition is a phase nested in it (bngp.timing, bngp.linear)
         "refit: fit": _refit_fit_flops(refit_rows, game.attacker_spec.n_outputs, game.population.n_individuals, validation,
                                        len(RIDGE_PATH)) - decomposed,
         f"refit: fit / {decomposition}": decomposed,
         # right after a refit the K-output attacker's MLP is silent (its last layer is zero): it scores
         # the validation draws by its linear head alone (bngp.attacks.network.Attacker.forward)
         "selection": validation * (linear_flops(head, 1) if head is not None else per_sample_attacker),
-        "attacker steps": config.attacker_steps * batch * (release + per_sample_attacker + 2.0 * net - first),
+        "attacker steps": config.attacker.steps * batch * (release + per_sample_attacker + 2.0 * net - first),
         "defender step": batch * (3 * per_sample_defender - fed_data + statistic + 2 * per_sample_attacker),
         "held-out evaluation": config.eval_batch * (release + per_sample_attacker),
     }
@@ -251,13 +250,13 @@ def phase_draws(game, refit_rows: int) -> dict[str, tuple[float, float]]:
     from bngp.game.config import REFIT_VALIDATION_DRAWS
 
     config, spec = game.config, game.defender.spec
-    fixed = len(config.fixed_gaussian_sigmas) * spec.n_outputs
+    fixed = len(config.defender.fixed_gaussian_sigmas) * spec.n_outputs
     normals = fixed + (spec.n_outputs if spec.full_rank_noise else 0)
     uniforms = game.population.n_individuals + spec.noise_dim
     batch = config.batch_size
     return {
         "refit: releases": ((refit_rows + REFIT_VALIDATION_DRAWS) * normals, (refit_rows + REFIT_VALIDATION_DRAWS) * uniforms),
-        "attacker steps": (config.attacker_steps * batch * normals, config.attacker_steps * batch * uniforms),
+        "attacker steps": (config.attacker.steps * batch * normals, config.attacker.steps * batch * uniforms),
         "defender step": (batch * normals, batch * uniforms),
         "held-out evaluation": (config.eval_batch * fixed, 0.0),
     }
@@ -290,8 +289,8 @@ def _game(individuals: int, attributes: int, composition: int, seed: int, steps:
     members = individuals // 2
     composed = composed_settings(population, members, composition) if composition > 1 else {}
     budget = {} if steps is None else {"steps": steps}
-    config = GameConfig(kappa=1.5, fresh_check_steps=fresh_check_steps, seed=seed, **budget, **composed,
-                        **(overrides or {}))
+    config = GameConfig.from_flat({"kappa": 1.5, "fresh_check_steps": fresh_check_steps, "seed": seed, **budget, **composed,
+                                   **(overrides or {})})
     return Game(population, UniformSubsetPrior(individuals, members), config, device=device)
 
 
@@ -416,7 +415,7 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
     ``evaluate``: then the evaluation attacks (:func:`_evaluations`), after the training's peak
     memory is read."""
     from bngp.game import GameConfig
-    from bngp.ridge import default_shadow_releases
+    from bngp.linear import default_shadow_releases
     from bngp.device import resolve_device
     from bngp.threads import set_threads
 
@@ -434,9 +433,9 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         wall = time.perf_counter() - started
         training_peak = peak_memory_gib()  # the process's high-water mark: read before any evaluation
         evaluations = _evaluations(game, Path(work) / "run", seed, where) if evaluate else []
-    refit_rows = config.refit_releases or default_shadow_releases(individuals, game.mechanism.n_outputs)
+    refit_rows = config.attacker.refit_releases or default_shadow_releases(individuals, game.mechanism.n_outputs)
     full = steps is None  # the default run itself: its calls are the default run's, whatever its stop
-    budget_calls = None if full else default_calls(replace(GameConfig(), **(overrides or {})))
+    budget_calls = None if full else default_calls(GameConfig.from_flat(overrides or {}))
     phases = {}
     timings = summary.timings
     order = [name for name in PHASES if name in timings]
@@ -453,8 +452,8 @@ def measure_one(individuals: int, attributes: int, steps: int | None, fresh_chec
         "individuals": individuals,
         "attributes": attributes,
         "composition": composition,
-        "fixed_gaussian_sigmas": list(config.fixed_gaussian_sigmas),
-        "dp_epsilon": config.dp_epsilon,
+        "fixed_gaussian_sigmas": list(config.defender.fixed_gaussian_sigmas),
+        "dp_epsilon": config.objective.dp_epsilon,
         "members": members,
         "steps": summary.steps,
         "full_default_run": full,
@@ -521,7 +520,7 @@ def _record_a_round(game) -> tuple[dict, dict[str, int]]:
     the defender's, a held-out evaluation) with its matrix products recorded by phase
     (:func:`_products.record_products`), and how often each phase ran in it."""
     game.__dict__.pop("refit_attacker", None)  # the run's wrapper sampled the references after each refit
-    every = game.config.attacker_refit_every
+    every = game.config.attacker.refit_every
     if every:
         game.step = (game.step // every + 1) * every  # the next step refits
     before = dict(game.timer.calls)
@@ -729,7 +728,7 @@ def _evaluation_lines(record: dict) -> list[str]:
 
 
 def _targets_lines(report: dict) -> list[str]:
-    """The issue's targets, each with what this report measured and the same run's float32 matmul
+    """The speed targets, each with what this report measured and the same run's float32 matmul
     (the median the run's phases are judged against), or "not measured" when the report lacks its
     size; on a GPU the targets (the 2-core CPU's) are shown without a verdict."""
     records = {(r["individuals"], r["attributes"], r.get("composition", 1)): r for r in report["records"]}
@@ -779,7 +778,7 @@ def _targets_lines(report: dict) -> list[str]:
                 f"{'met' if len(exponents) == 2 else '-'} |")
     smaller = [(record, lowest_matmul_bound(record)) for record in report["records"] if not is_paper_scale(record)]
     lines = ["## Targets", "",
-             "The issue's targets (2-core CPU, default settings), each beside the float32 matmul of the same run "
+             "The speed targets (2-core CPU, default settings), each beside the float32 matmul of the same run "
              "(GFLOP/s; the median of its samples).", "",
              "| target | bound | measured | matmul | verdict |", "|---|---|---|---|---|", *rows, ""]
     smaller = [(record, lowest) for record, lowest in smaller if lowest is not None]
@@ -852,7 +851,7 @@ def markdown(report: dict) -> str:
 
 
 def _overrides(settings: list[str]) -> dict[str, bool | int | float]:
-    """``NAME=VALUE`` settings as GameConfig keyword arguments (ints stay ints; true / false are booleans)."""
+    """``NAME=VALUE`` settings as flat GameConfig settings (:meth:`bngp.game.GameConfig.from_flat`) (ints stay ints; true / false are booleans)."""
     out: dict[str, bool | int | float] = {}
     for setting in settings:
         name, _, value = setting.partition("=")

@@ -2,7 +2,7 @@
 
 An update of the attacker network H (App. L.8 Table 2a at K = 800, |Q| = 5000: Linear(5000, 3400),
 Linear(3400, 2000), Linear(2000, 800) and the Linear(5000, 800) head) on a batch of B draws (the game's
-``GameConfig.batch_size``, 128; it was 64 before 2026-11-27) runs,
+``GameConfig.batch_size``, 128) runs,
 per layer of in x out weights, three products: forward (B x in) @ (in x out), the weight gradient
 (out x B) @ (B x in) into a fresh tensor (as autograd makes it) and, inside the network, the input
 gradient (B x out) @ (out x in); then Adam reads and writes every parameter and its two moments.
@@ -10,7 +10,7 @@ This script times each product alone (best of 3 x ``--repeats``), the fused Adam
 network's parameters, and a whole update (forward, backward, Adam) of the network, and reports
 each as a fraction of the square float32 matmul (``--size``) measured in the same process, before,
 between and after the products (the largest of the three).  The fraction a product reaches alone bounds what the update can reach
-(``docs/results.md``, Speed: the issue's ">= 0.5 of the matmul" for the training updates).
+(``docs/results.md``, Speed: the target ">= 0.5 of the matmul" for the training updates).
 
 Usage::
 

@@ -17,7 +17,7 @@ from sklearn.linear_model import Ridge
 from bngp.attacks import LinearAttack, WhitenedAttack
 from bngp.attacks.shadow import shadow_sampler
 from bngp.metrics import release_aucs
-from bngp.ridge import RIDGE_PATH, SHADOW_FLOAT_BUDGET, default_shadow_releases, max_shadow_releases
+from bngp.linear import RIDGE_PATH, SHADOW_FLOAT_BUDGET, default_shadow_releases, max_shadow_releases
 from bngp.rng import spawn_seeds
 
 

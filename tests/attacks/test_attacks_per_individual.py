@@ -142,14 +142,14 @@ def test_as_strong_as_the_k_output_attackers_at_small_size(population, spec) -> 
     attacks = {"linear": get_attack("linear"), "bayesian": get_attack("bayesian"),
                "per-individual": PerIndividualAttack(config=QUICK)}
     result = evaluate_defense(population, prior, defense, attacks, releases=50, seed=0, n_members=N)
-    aucs = {name: entry["auc"] for name, entry in result.attacks.items()}
+    aucs = {name: entry.auc for name, entry in result.attacks.items()}
     assert aucs["per-individual"] >= max(aucs["linear"], aucs["bayesian"]) - 0.02, aucs
     entry = result.attacks["per-individual"]
-    assert entry["bgp_risk"] < entry["prior_entropy"]  # log-odds: its cross-entropy is a BGP-risk estimate
-    curve, fit = entry["learning_curve"], entry["fit"]
+    assert entry.bgp_risk < entry.prior_entropy  # log-odds: its cross-entropy is a BGP-risk estimate
+    curve, fit = entry.learning_curve, entry.fit
     assert len(curve["releases"]) == len(curve["auc"]) == len(curve["cross_entropy"]) >= 2
     assert fit["validation_cross_entropy"] == min(curve["cross_entropy"])
-    assert f"state of step {fit['best_step']} kept by validation-cross-entropy" in evaluation_markdown(result.to_dict())
+    assert f"state of step {fit['best_step']} kept by validation-cross-entropy" in evaluation_markdown(result)
 
 
 def test_fit_is_deterministic_and_stops_early(population) -> None:

@@ -25,7 +25,7 @@ from bngp.defenses import GaussianDefense
 from bngp.defenses.base import Defense
 from bngp.errors import InputError
 from bngp.evaluate import evaluate_defense
-from bngp.ridge import fit_ridge
+from bngp.linear import fit_ridge
 
 K, N, Q = 100, 50, 300
 #: noise of the four noisy copies; the fifth copy is the data-independent population mean.
@@ -102,7 +102,7 @@ def test_linear_attack_on_a_composition_reads_it_as_the_pooled_single_mechanism(
 
     def auc(attack, noise) -> float:
         result = evaluate_defense(population, prior, noise, {"linear": attack}, releases=100, seed=0, n_members=N)
-        return result.attacks["linear"]["auc"]
+        return result.attacks["linear"].auc
 
     pooled = LinearAttack(n_shadow_releases=1200)
     composed = auc(pooled, defense)
@@ -125,10 +125,10 @@ def test_linear_attackers_read_a_composed_release_natively_and_check_its_width(w
                               releases=100, seed=0, n_members=N)
     for name in ("linear", "whitened"):
         entry = result.attacks[name]
-        assert entry["pooling"]["width"] == Q and len(entry["pooling"]["weights"]) == 5
+        assert entry.pooling["width"] == Q and len(entry.pooling["weights"]) == 5
     # the whitened discriminant on the pooled release reads it about as ridge does (white noise: no
     # low-dimensional structure for it to project out)
-    assert abs(result.attacks["whitened"]["auc"] - result.attacks["linear"]["auc"]) < 0.03, result.attacks
+    assert abs(result.attacks["whitened"].auc - result.attacks["linear"].auc) < 0.03, result.attacks
     attack = LinearAttack(n_shadow_releases=400)
     attack.fit(attack_knowledge(population, prior, defense, N), seed=0)
     with pytest.raises(InputError, match="1500 columns"):
@@ -168,6 +168,6 @@ def test_a_copy_that_leaks_some_attributes_is_read_through_the_whole_release(wor
     population, prior, _ = world
     defense = NoisyCopiesAndALeakyBlock(population.genotypes.mean(axis=0))
     result = evaluate_defense(population, prior, defense, "linear", releases=10, seed=0, n_members=N)
-    whole = result.attacks["linear"]["whole_release"]
+    whole = result.attacks["linear"].whole_release
     assert whole["kept"] and whole["validation_auc"] > whole["pooled_validation_auc"] + 0.2
-    assert result.attacks["linear"]["auc"] > whole["pooled_validation_auc"] + 0.15
+    assert result.attacks["linear"].auc > whole["pooled_validation_auc"] + 0.15

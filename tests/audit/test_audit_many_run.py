@@ -12,7 +12,7 @@ import pytest
 from scipy import special, stats
 
 from bngp.audit import gdp_audit, gdp_epsilon, many_run_audit, roc_summary
-from bngp.audit.many_run import _epsilon_objective, _gdp_objective
+from bngp.audit.thresholds import epsilon_objective, gdp_objective
 from bngp.errors import InputError
 
 REPS = 200
@@ -48,10 +48,10 @@ def test_pruned_search_equals_brute_force(seed):
     # Rounded scores create ties; a shift creates signal.
     scores = np.round(rng.normal(size=n) + 1.5 * members, 1)
     fast = many_run_audit(scores, members, confidence=0.95, delta=1e-3, strategy="bonferroni")
-    slow = _brute_force(scores, members, 0.95, 1e-3, _epsilon_objective(1e-3))
+    slow = _brute_force(scores, members, 0.95, 1e-3, epsilon_objective(1e-3))
     assert fast.epsilon_lb == pytest.approx(slow, rel=1e-6, abs=1e-9)
     fast_mu = gdp_audit(scores, members, confidence=0.95, strategy="bonferroni").mu_lb
-    slow_mu = _brute_force(scores, members, 0.95, 0.0, _gdp_objective)
+    slow_mu = _brute_force(scores, members, 0.95, 0.0, gdp_objective)
     assert fast_mu == pytest.approx(slow_mu, rel=1e-6, abs=1e-9)
 
 
@@ -105,7 +105,7 @@ def test_split_strategy_records_seed_and_no_union_bound():
 def _probe_rest(scores, members, seed):
     """The scores "auto" keeps after its probe (a reimplementation of its seeded draw)."""
     from bngp.audit.inputs import tagged_rng
-    from bngp.audit.many_run import _PROBE_TAG, SUPPORT_PROBE
+    from bngp.audit.thresholds import _PROBE_TAG, SUPPORT_PROBE
 
     rng, _ = tagged_rng(seed, _PROBE_TAG)
     labels = members.astype(bool)

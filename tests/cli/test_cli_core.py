@@ -344,7 +344,7 @@ def test_train_over_a_composition_then_evaluate_and_release(small_population_fil
     # BGBP at eps = 1 with prior theta = 20 / 40: implied eps = log(1 + (e^eps - 1) / theta)
     assert json.loads(stdout)["implied_epsilon"] == pytest.approx(np.log1p(np.expm1(1.0) / 0.5))
     # the refits pool the copies by default (GameConfig.pool_copies), recorded in config.json
-    assert json.loads((run_dir / "config.json").read_text())["config"]["pool_copies"] is True
+    assert json.loads((run_dir / "config.json").read_text())["config"]["attacker"]["pool_copies"] is True
     code, _, err = run_cli(capsys, "evaluate", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--defense", f"run:{run_dir}", "--attacks", "bayesian", "--releases", 2, "--seed", 1,
                            "--out", tmp_path / "eval.json")
@@ -368,7 +368,10 @@ def test_train_whole_release_attacker_keeps_the_earlier_record(small_population_
                            "--compose", "gaussian:scale=0.05,delta=1e-5", "--whole-release-attacker", "--steps", 2,
                            "--refit-every", 1, "--fresh-check-steps", 0, "--quiet", "--out", run_dir)
     assert code == 0, err
-    assert "pool_copies" not in json.loads((run_dir / "config.json").read_text())["config"]
+    from bngp.game.config import flat_record
+
+    config = json.loads((run_dir / "config.json").read_text())["config"]
+    assert config["attacker"]["pool_copies"] is False and "pool_copies" not in flat_record(config)
     code, _, err = run_cli(capsys, "train", "--no-decision", "--population", small_population_file, "--members", 20,
                            "--whole-release-attacker", "--steps", 2, "--quiet", "--out", tmp_path / "single")
     assert_one_line_error(code, err, "--compose")
@@ -413,13 +416,16 @@ def test_threads_option_sets_torch_and_blas_pools(small_population_file, tmp_pat
 def test_train_fresh_check_patience_reaches_the_check(patience, recorded, small_population_file, tmp_path, capsys,
                                                       monkeypatch):
     """--fresh-check-patience sets the fresh attacker's early stopping: recorded in the run's config
-    (left out at none, as in runs made before the setting existed) and in the check."""
+    (left out of its flat form at none, as in runs made before the setting existed) and in the check."""
     out = tmp_path / "run"
     code, _, err = run_cli(capsys, "train", "--no-decision", "--quiet", "--population", small_population_file, "--members", 20,
                            "--steps", 2, "--fresh-check-steps", 3, "--fresh-check-patience", patience, "--out", out)
     assert code == 0, err
+    from bngp.game.config import flat_record
+
     config = json.loads((out / "config.json").read_text())["config"]
-    assert config.get("fresh_check_patience", "left out") == ("left out" if recorded is None else recorded)
+    assert config["fresh_check"]["patience"] == recorded
+    assert flat_record(config).get("fresh_check_patience", "left out") == ("left out" if recorded is None else recorded)
     check = json.loads((out / "summary.json").read_text())["fresh_attacker_check"]
     assert check["patience"] == recorded and check["steps"] == 3
 

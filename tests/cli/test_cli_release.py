@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bngp.cli import main
-from bngp.cli.release import RELEASE_CHUNK
+from bngp.release.shadow import RELEASE_CHUNK
 from bngp.data.priors import UniformSubsetPrior
 from bngp.rng import spawn_seeds
 from bngp.defenses.registry import DefenseContext, parse_defense_spec

@@ -38,11 +38,12 @@ def test_train_with_an_individual_batch_and_the_scale_settings(small_population_
     extra = ("--individual-batch", "10", "--refit-every", "2", "--eval-every", "2", "--eval-batch", "16")
     assert main(_train(small_population_file, run, 4, *extra)) == 0, capsys.readouterr().err
     config = json.loads((run / "config.json").read_text())["config"]
-    assert (config["individual_batch"], config["attacker_refit_every"], config["eval_every"], config["eval_batch"]) == (10, 2, 2, 16)
+    attacker = config["attacker"]
+    assert (attacker["individual_batch"], attacker["refit_every"], config["eval_every"], config["eval_batch"]) == (10, 2, 2, 16)
     assert [row["step"] for row in json.loads((run / "summary.json").read_text())["history"]] == [2, 4]
     code = main(_train(small_population_file, tmp_path / "other", 4, "--individual-batch", "10", attacker="population"))
     err = capsys.readouterr().err
-    assert code == 2 and err.strip() == "bngp train: error: `--individual-batch` needs `--attacker per-individual`."
+    assert code == 2 and err.strip() == "bngp train: error: `--individual-batch` needs `--attacker` per-individual."
     for flag, value, least in (("--refit-every", "-1", 0), ("--eval-every", "0", 1), ("--eval-batch", "0", 1),
                                ("--individual-batch", "0", 1)):
         code = main(_train(small_population_file, tmp_path / "bad", 4, flag, value))

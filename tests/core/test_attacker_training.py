@@ -9,12 +9,12 @@ from torch import nn
 from bngp.attacks.training import AttackerTrainingConfig, OptimisationTrace, train_attacker
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError
-from bngp.game import Game, GameConfig
+from bngp.game import AttackerSettings, FreshCheckSettings, Game, GameConfig
 from bngp.release.mechanism import ComposedMechanism, SummaryStatistics
 from bngp.metrics import auc, release_aucs
 from bngp.attacks.network import AttackerSpec, block_inversion_head
-import bngp.ridge as ridge_module
-from bngp.ridge import affine_calibration, logistic_calibration
+import bngp.linear.calibration as calibration_module
+from bngp.linear import affine_calibration, logistic_calibration
 
 
 def _sampler(population, noise: float, seed: int):
@@ -80,7 +80,8 @@ def test_training_keeps_the_best_validated_state(small_population):
 
 
 def test_refit_makes_the_in_game_attacker_the_best_linear_attacker(small_population):
-    config = GameConfig(steps=1, batch_size=8, eval_batch=64, fresh_check_steps=0, refit_releases=300, seed=0)
+    config = GameConfig(steps=1, batch_size=8, eval_batch=64, seed=0, attacker=AttackerSettings(refit_releases=300),
+                        fresh_check=FreshCheckSettings(steps=0))
     game = Game(small_population, UniformSubsetPrior(small_population.n_individuals, 20), config)
     before = {name: p.detach().clone() for name, p in game.attacker.head.named_parameters()}
     game.training_step()  # step 0 refits first
@@ -124,7 +125,7 @@ def test_logistic_calibration_matches_scikit_learn_and_never_overshoots():
 
 
 def _whole_array_objective(features: np.ndarray, y: np.ndarray, penalty: float = 1e-6):
-    """Slow reference for :func:`bngp.ridge.logistic_calibration`'s objective: (evaluate, newton_system)
+    """Slow reference for :func:`bngp.linear.logistic_calibration`'s objective: (evaluate, newton_system)
     with every pass over whole arrays (the code before its passes ran span by span)."""
     x = np.concatenate([features, np.ones((features.shape[0], 1))], axis=1)
     ridge = np.full(x.shape[1], penalty)
@@ -144,14 +145,14 @@ def _whole_array_objective(features: np.ndarray, y: np.ndarray, penalty: float =
     return evaluate, newton_system
 
 
-@pytest.mark.parametrize("span", [64, 1000, ridge_module._CALIBRATION_SPAN])
+@pytest.mark.parametrize("span", [64, 1000, calibration_module._CALIBRATION_SPAN])
 def test_logistic_calibration_by_spans_has_the_bits_of_whole_array_passes(monkeypatch, span):
     """The elementwise passes run span by span (for the cache), and the probabilities are formed
     without a branch; the objective, its probabilities and its Newton system have the whole-array
     reference's bits, and the fitted weights those of a single span covering every logit: spans that do not divide n, several features,
     saturated logits (the rescaled start), separable data, logits so far in the tails that
     exp(-|z|) underflows to 0, and z = +-0, +-inf and NaN in the objective."""
-    monkeypatch.setattr(ridge_module, "_CALIBRATION_SPAN", span)
+    monkeypatch.setattr(calibration_module, "_CALIBRATION_SPAN", span)
     rng = np.random.default_rng(5)
     for n, m, kind in [(7, 1, "plain"), (10_007, 1, "plain"), (10_007, 3, "plain"), (9_001, 1, "saturated"),
                        (9_001, 2, "separable"), (5_003, 1, "extreme"), (70_001, 1, "plain")]:
@@ -166,7 +167,7 @@ def test_logistic_calibration_by_spans_has_the_bits_of_whole_array_passes(monkey
             features[rng.random((n, m)) < 0.1] = -900.0
             features[:6, 0] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300]
         evaluate, newton_system = _whole_array_objective(features, y)
-        objective = ridge_module._LogisticObjective(features, y, 1e-6)
+        objective = calibration_module._LogisticObjective(features, y, 1e-6)
         for params in (np.r_[np.ones(m), 0.0], rng.normal(size=m + 1)):
             with np.errstate(invalid="ignore"):  # inf - inf in the losses of z = +-inf
                 value, probabilities = evaluate(params)
@@ -179,9 +180,9 @@ def test_logistic_calibration_by_spans_has_the_bits_of_whole_array_passes(monkey
         if kind == "extreme":
             features[:6, 0] = 0.0
         params = logistic_calibration(torch.from_numpy(features), torch.from_numpy(y)).numpy()
-        monkeypatch.setattr(ridge_module, "_CALIBRATION_SPAN", n)  # one span: passes over whole arrays
+        monkeypatch.setattr(calibration_module, "_CALIBRATION_SPAN", n)  # one span: passes over whole arrays
         whole = logistic_calibration(torch.from_numpy(features), torch.from_numpy(y)).numpy()
-        monkeypatch.setattr(ridge_module, "_CALIBRATION_SPAN", span)
+        monkeypatch.setattr(calibration_module, "_CALIBRATION_SPAN", span)
         np.testing.assert_array_equal(params, whole, err_msg=f"{n} x {m}, {kind}")
 
 

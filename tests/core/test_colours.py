@@ -10,8 +10,8 @@ import pytest
 from bngp.attacks.registry import available_attacks
 from bngp.colours import (ATTACK_COLOURS, METHOD_COLOURS, ROLE_COLOURS, SPARE_COLOURS, attack_colour, colour_map,
                           family, method_colour, role_colour)
-from bngp.defenses.budget import BUDGET_SPECS, REFERENCE_KINDS
-from bngp.defenses.registry import available_defenses
+from bngp.defenses.budget import REFERENCE_KINDS
+from bngp.defenses.registry import BUDGET_SPECS, available_defenses
 from bngp.sweep.config import BNGP_FAMILY, BUDGET_FAMILY
 
 FIXED = set(ATTACK_COLOURS.values()) | set(METHOD_COLOURS.values()) | set(ROLE_COLOURS.values())

@@ -31,7 +31,7 @@ def _prior(population):
 
 
 def _game(population, device="cpu", **overrides):
-    return Game(population, _prior(population), GameConfig(**{**TINY, **overrides}), device=device)
+    return Game(population, _prior(population), GameConfig.from_flat({**TINY, **overrides}), device=device)
 
 
 def _numbers(summary):
@@ -80,7 +80,7 @@ def test_to_cpu_keeps_state_dict_types_and_metadata():
 def test_cpu_and_auto_train_exactly_as_the_default(small_population, tmp_path):
     """On a machine without CUDA, device="cpu" and "auto" are the default run, number for number;
     the run records its device in config.json and writes CPU tensors."""
-    default = Game(small_population, _prior(small_population), GameConfig(**TINY)).train(tmp_path / "d", progress=False)
+    default = Game(small_population, _prior(small_population), GameConfig.from_flat(TINY)).train(tmp_path / "d", progress=False)
     names = ["cpu"] + ([] if torch.cuda.is_available() else ["auto"])
     for name in names:
         summary = _game(small_population, device=name).train(tmp_path / name, progress=False)

@@ -8,7 +8,8 @@ import pytest
 from bngp.attacks.base import Attack, AttackKnowledge
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import DataFormatError, InputError
-from bngp.evaluate import EVALUATION_FORMAT, EvaluationResult, check_evaluation_format, evaluate_defense
+from bngp.evaluate import evaluate_defense
+from bngp.evaluation_record import EVALUATION_FORMAT, AttackResult, EvaluationResult, check_evaluation_format
 from bngp.defenses.base import NoDefense
 from bngp.defenses.dp import LaplaceDefense
 
@@ -41,11 +42,46 @@ def test_harness_reports_each_attack_and_the_strongest(small_population):
                               releases=4, seed=3, n_members=20)
     assert result.labels.shape == (4, small_population.n_individuals)
     assert np.all(result.labels.sum(1) == 20)
-    assert result.attacks["constant"]["auc"] == 0.5
-    assert result.attacks["oracle"]["auc"] > 0.9
+    assert result.attacks["constant"].auc == 0.5
+    assert result.attacks["oracle"].auc > 0.9
     assert result.strongest_attack == "oracle"
     payload = result.to_dict()
     assert payload["strongest_attack"]["name"] == "oracle" and payload["utility_loss"] == 0.0
+
+
+class _Follower(_Oracle):
+    """Declares that it starts from the evaluation's ``leader``, and that it is fitted together with ``partner``."""
+
+    warm_start_from = "leader"
+    fitted_together_with = "partner"
+
+    def __init__(self) -> None:
+        self.started_from: Attack | None = None
+        self.offered: Attack | None = None
+
+    def start_from(self, fitted: Attack) -> "_Follower":
+        self.started_from = fitted
+        return self
+
+    def fit_together_with(self, partner: Attack) -> "_Follower":
+        self.offered = partner
+        return self
+
+
+def test_the_evaluation_asks_each_attack_what_it_needs(small_population):
+    """The harness reads an attack's declarations, not its name: an attack starts from its
+    ``warm_start_from`` attack when that one was fitted before it, and offers a joint fit to its
+    ``fitted_together_with`` partner while that one is still to be fitted."""
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    leader, follower, partner = _Oracle(), _Follower(), _Constant()
+    evaluate_defense(small_population, prior, NoDefense(), {"leader": leader, "other": follower, "partner": partner},
+                     releases=3, seed=0, n_members=20)
+    assert follower.started_from is leader and follower.offered is partner
+    assert follower.builds_on_others and not leader.builds_on_others
+    first = _Follower()
+    evaluate_defense(small_population, prior, NoDefense(), {"partner": _Constant(), "other": first, "leader": _Oracle()},
+                     releases=3, seed=0, n_members=20)
+    assert first.started_from is None and first.offered is None
 
 
 def test_attacks_never_receive_evaluation_releases(small_population):
@@ -80,7 +116,7 @@ def test_same_seed_same_scores_and_noise_lowers_auc(small_population):
     assert np.array_equal(a.scores["score"], b.scores["score"])
     noisy = evaluate_defense(small_population, prior, LaplaceDefense(scale=5.0), ["score"], releases=3, seed=2,
                              n_members=20)
-    assert noisy.attacks["score"]["auc"] < a.attacks["score"]["auc"]
+    assert noisy.attacks["score"].auc < a.attacks["score"].auc
     assert noisy.utility_loss > 0
 
 
@@ -100,7 +136,7 @@ def test_result_is_a_frozen_record_built_complete(small_population):
     assert list(payload) == ["format", "defense", "utility_loss", "utility", "releases", "seed", "device", "workers",
                              "attacks", "strongest_attack", "notes", "attack_gap"]
     assert payload["device"] == "cpu" and payload["workers"] == 1
-    gap = result.attacks["score"]["auc"] - 0.5
+    gap = result.attacks["score"].auc - 0.5
     assert payload["attack_gap"] == {"best_analytic": "score", "gap": pytest.approx(gap)}
     assert len(result.notes) == 1 and result.notes[0].startswith("attack gap: `score`")
     assert payload["notes"] == list(result.notes)
@@ -112,8 +148,33 @@ def test_result_is_a_frozen_record_built_complete(small_population):
     assert "spec" not in result.defense and result.to_dict()["attacks"]["score"]["auc"] == pytest.approx(gap + 0.5)
 
 
+def _record(auc: float) -> AttackResult:
+    """An attack's record of AUC ``auc`` on two releases."""
+    return AttackResult(auc=auc, auc_std=0.0, auc_per_release=(auc, auc), tpr_at_fpr={"0.1": 0.1, "0.01": 0.01, "0.001": 0.0},
+                        advantage=0.0, bayes_weighted_advantage=0.0, gamma=0.5, knowledge="knows nothing", seconds=0.0,
+                        orientation=1, raw_auc=auc)
+
+
+def test_an_evaluation_reads_back_from_its_payload(small_population):
+    """``from_dict`` of a payload (with the stored labels and scores) gives the same payload again, the
+    per-attack records typed, in the same order, with the optional fields only where they were set."""
+    prior = UniformSubsetPrior(small_population.n_individuals, 20)
+    result = evaluate_defense(small_population, prior, LaplaceDefense(1.0), "score,linear,stacked", releases=3, seed=0,
+                              n_members=20)
+    payload = result.to_dict()
+    again = EvaluationResult.from_dict(payload, result.labels, result.scores)
+    assert again.to_dict() == payload and list(again.to_dict()["attacks"]) == ["score", "linear", "stacked"]
+    assert all(isinstance(record, AttackResult) for record in again.attacks.values())
+    assert again.attacks["linear"].learning_curve is not None and again.attacks["score"].learning_curve is None
+    assert list(payload["attacks"]["stacked"])[-1] == "weights" and "fit" not in payload["attacks"]["stacked"]
+    older = {key: value for key, value in payload.items() if key != "workers"}  # written before workers were
+    assert EvaluationResult.from_dict(older, result.labels, result.scores).workers == 1
+    with pytest.raises(DataFormatError, match="lacks knowledge"):
+        AttackResult.from_dict({key: value for key, value in payload["attacks"]["score"].items() if key != "knowledge"})
+
+
 def test_the_record_names_its_format_and_readers_refuse_a_newer_one():
-    payload = EvaluationResult({}, 0.0, np.zeros((2, 3), dtype=np.int8), {"a": np.zeros((2, 3))}, {"a": {"auc": 0.5}},
+    payload = EvaluationResult({}, 0.0, np.zeros((2, 3), dtype=np.int8), {"a": np.zeros((2, 3))}, {"a": _record(0.5)},
                                seed=0, releases=2).to_dict()
     assert payload["format"] == EVALUATION_FORMAT == "bngp-evaluation-1"
     assert check_evaluation_format(payload, "EVAL.json") is payload
@@ -131,11 +192,11 @@ def test_the_record_names_its_format_and_readers_refuse_a_newer_one():
 def test_result_checks_its_shapes(small_population):
     labels = np.zeros((3, 4), dtype=np.int8)
     with pytest.raises(InputError, match="scores"):
-        EvaluationResult({}, 0.0, labels, {"a": np.zeros((3, 5))}, {"a": {"auc": 0.5}}, seed=0, releases=3)
+        EvaluationResult({}, 0.0, labels, {"a": np.zeros((3, 5))}, {"a": _record(0.5)}, seed=0, releases=3)
     with pytest.raises(InputError, match="labels"):
-        EvaluationResult({}, 0.0, labels, {"a": np.zeros((3, 4))}, {"a": {"auc": 0.5}}, seed=0, releases=2)
+        EvaluationResult({}, 0.0, labels, {"a": np.zeros((3, 4))}, {"a": _record(0.5)}, seed=0, releases=2)
     with pytest.raises(InputError, match="same attacks"):
-        EvaluationResult({}, 0.0, labels, {}, {"a": {"auc": 0.5}}, seed=0, releases=3)
+        EvaluationResult({}, 0.0, labels, {}, {"a": _record(0.5)}, seed=0, releases=3)
 
 
 def test_the_bayesian_attacker_starts_from_the_linear_attacks_converged_fit(small_population, monkeypatch):
@@ -166,15 +227,15 @@ def test_the_bayesian_attacker_starts_from_the_linear_attacks_converged_fit(smal
     result = evaluate_defense(small_population, prior, LaplaceDefense(scale=0.02), {"linear": linear, "bayesian": bayesian},
                               releases=3, seed=0, n_members=20)
     assert calls == {"linear": 1, "bayesian": 0}
-    assert result.attacks["bayesian"]["fit"] == linear.fit_.describe()
-    assert result.attacks["bayesian"]["learning_curve"] == linear.learning_curve_.to_dict()
-    assert result.attacks["bayesian"]["training_curve"] == bayesian.attacker_.training_curve
-    assert result.attacks["bayesian"]["training_curve"]["steps"] == [0, 5]
+    assert result.attacks["bayesian"].fit == linear.fit_.describe()
+    assert result.attacks["bayesian"].learning_curve == linear.learning_curve_.to_dict()
+    assert result.attacks["bayesian"].training_curve == bayesian.attacker_.training_curve
+    assert result.attacks["bayesian"].training_curve["steps"] == [0, 5]
     # on its own, the Bayesian attacker fits its own map
     alone = evaluate_defense(small_population, prior, LaplaceDefense(scale=0.02),
                              {"bayesian": BayesianAttack(AttackerTrainingConfig(steps=5, validate_every=5))},
                              releases=3, seed=0, n_members=20)
-    assert calls["bayesian"] == 1 and alone.attacks["bayesian"]["fit"] != linear.fit_.describe()
+    assert calls["bayesian"] == 1 and alone.attacks["bayesian"].fit != linear.fit_.describe()
 
 
 def test_a_warm_start_fit_of_the_wrong_shape_is_refused(small_population):
@@ -221,9 +282,9 @@ def test_a_helper_process_gives_the_same_evaluation(small_population):
     assert helped.to_dict()["workers"] == 2
     for name, scores in alone.scores.items():
         np.testing.assert_allclose(helped.scores[name], scores, rtol=1e-9, atol=1e-12, err_msg=name)
-        assert helped.attacks[name]["auc"] == pytest.approx(alone.attacks[name]["auc"], abs=1e-12)
-    assert helped.attacks["linear"]["learning_curve"] == alone.attacks["linear"]["learning_curve"]
-    assert len(alone.attacks["linear"]["learning_curve"]["releases"]) >= 2  # the helper fitted the first size
+        assert helped.attacks[name].auc == pytest.approx(alone.attacks[name].auc, abs=1e-12)
+    assert helped.attacks["linear"].learning_curve == alone.attacks["linear"].learning_curve
+    assert len(alone.attacks["linear"].learning_curve["releases"]) >= 2  # the helper fitted the first size
 
 
 class _Unpicklable(_Oracle):

@@ -90,9 +90,9 @@ def test_low_dimensional_noise_of_large_scale_is_found_to_leak(population, prior
     assert laplace.to_dict()["strongest_attack"]["auc"] < 0.7  # ... and still far leakier than Laplace
     for result in (leaky, laplace):
         for name in ("linear", "whitened"):
-            curve = result.attacks[name]["learning_curve"]
+            curve = result.attacks[name].learning_curve
             assert curve["releases"][0] == 500 and len(curve["releases"]) >= 2
-        assert set(result.attacks["stacked"]["weights"]) == {"linear", "whitened", "reconstruction", "score"}
+        assert set(result.attacks["stacked"].weights) == {"linear", "whitened", "reconstruction", "score"}
 
 
 def test_utility_of_the_exact_release(population, prior):
@@ -100,7 +100,7 @@ def test_utility_of_the_exact_release(population, prior):
     assert result.utility["signal_retention"] == pytest.approx(1.0, abs=1e-12)
     assert result.utility["relative_error"] == 0.0 and result.utility["utility_loss"] == 0.0
     assert result.utility["data_independent_utility_loss"] > 0.03
-    assert result.attacks["linear"]["auc"] > 0.99
+    assert result.attacks["linear"].auc > 0.99
 
 
 def test_data_independent_release_has_baseline_utility_and_no_leakage(population, prior):
@@ -119,4 +119,4 @@ def test_data_independent_release_has_baseline_utility_and_no_leakage(population
     assert utility["signal_retention"] == pytest.approx(0.0, abs=1e-6)
     assert result.utility_loss == pytest.approx(utility["utility_loss"], rel=1e-12)
     for name, entry in result.attacks.items():
-        assert abs(entry["auc"] - 0.5) < 0.07, name
+        assert abs(entry.auc - 0.5) < 0.07, name

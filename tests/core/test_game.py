@@ -7,9 +7,11 @@ import torch
 
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError, TrainingError
-from bngp.game import SUMMARY_FILE, Game, GameConfig, TrainingSummary
+from bngp.game import (
+    SUMMARY_FILE, AttackerSettings, DefenderSettings, FreshCheckSettings, Game, GameConfig, ObjectiveSettings, TrainingSummary,
+)
 from bngp.game.summary import BudgetRecord
-from bngp.game.trainer import SEED_STREAMS
+from bngp.game.players import SEED_STREAMS
 from bngp.release.sampling import release_mechanism
 
 
@@ -17,7 +19,7 @@ def _game(population, **overrides):
     settings = dict(steps=4, attacker_steps=2, batch_size=8, eval_every=2, eval_batch=32, checkpoint_every=2,
                     fresh_check_steps=0, seed=7)
     settings.update(overrides)
-    return Game(population, UniformSubsetPrior(population.n_individuals, 20), GameConfig(**settings))
+    return Game(population, UniformSubsetPrior(population.n_individuals, 20), GameConfig.from_flat(settings))
 
 
 def _weights(game):
@@ -150,7 +152,7 @@ def test_utility_budget_multiplier_grows_when_violated(small_population):
     multiplier = 0.0
     for _ in range(3):
         losses = game.training_step()
-        multiplier = max(0.0, multiplier + game.config.dual_lr * (losses["utility_loss"] - 1e-6) / 1e-3)
+        multiplier = max(0.0, multiplier + game.config.objective.dual_lr * (losses["utility_loss"] - 1e-6) / 1e-3)
         assert losses["multiplier"] == pytest.approx(multiplier, rel=1e-12)
     assert game.multiplier == multiplier > 0  # any noise violates a budget of 1e-6
 
@@ -174,7 +176,7 @@ def test_kappa_pulls_noise_down(small_population):
 )
 def test_config_validation(overrides, message):
     with pytest.raises(InputError, match=message):
-        GameConfig(**overrides)
+        GameConfig.from_flat(overrides)
 
 
 def test_kappa_vector_length_checked(small_population):
@@ -193,12 +195,12 @@ def test_best_response_defender_lowers_its_opponents_detection_rate(small_popula
 
 def test_against_unknown_or_non_differentiable_attack(small_population):
     with pytest.raises(InputError, match="against"):
-        GameConfig(against="nonsense")
+        ObjectiveSettings(against="nonsense")
     with pytest.raises(InputError, match="differentiable"):
         _game(small_population, against="tree")
     # the opponent reads one mechanism's release, not a composed one
     with pytest.raises(InputError, match="cannot be combined with `fixed_gaussian_sigmas`"):
-        GameConfig(against="score", fixed_gaussian_sigmas=(0.1,), dp_epsilon=1.0)
+        GameConfig(objective=ObjectiveSettings(against="score", dp_epsilon=1.0), defender=DefenderSettings(fixed_gaussian_sigmas=(0.1,)))
 
 
 def test_bgbp_penalty_reduces_bound_violations_and_reports_implied_epsilon(small_population, tmp_path):
@@ -237,9 +239,9 @@ def test_composition_with_fixed_gaussian_mechanisms(small_population, tmp_path):
 
 def _ridge_head_after_refit(game, monkeypatch):
     """The refitted ridge head (population inversion not preferred) and its held-out AUC."""
-    import bngp.game.trainer as trainer
+    import bngp.game.selection as selection
 
-    monkeypatch.setattr(trainer, "prefer_population_inversion", lambda *args, **kwargs: None)
+    monkeypatch.setattr(selection, "prefer_population_inversion", lambda *args, **kwargs: None)
     game.refit_attacker()
     return game.attacker.head.weight.detach().clone(), game.evaluate_heldout()["heldout_auc"]
 
@@ -294,11 +296,12 @@ def test_composed_game_with_pooled_copies_trains_and_resumes(small_population, t
 
 
 def test_refit_pooling_is_recorded_only_where_it_applies():
-    # runs stored before the setting existed (composed ones pooled nothing) keep matching records
-    assert "pool_copies" not in GameConfig().to_dict()
-    assert "pool_copies" not in GameConfig(fixed_gaussian_sigmas=(0.1,), pool_copies=False).to_dict()
-    assert "pool_copies" not in GameConfig(pool_copies=True).to_dict()
-    assert GameConfig(fixed_gaussian_sigmas=(0.1,)).to_dict()["pool_copies"] is True
+    # the flat form (version 1) of runs stored before the setting existed (composed ones pooled nothing) matches
+    composed = DefenderSettings(fixed_gaussian_sigmas=(0.1,))
+    assert "pool_copies" not in GameConfig().flat()
+    assert "pool_copies" not in GameConfig(defender=composed, attacker=AttackerSettings(pool_copies=False)).flat()
+    assert "pool_copies" not in GameConfig(attacker=AttackerSettings(pool_copies=True)).flat()
+    assert GameConfig(defender=composed).flat()["pool_copies"] is True
 
 
 def test_shrinkage_targets_the_population_mean_stays_in_unit_interval_and_is_saved(small_population, tmp_path):
@@ -315,7 +318,7 @@ def test_shrinkage_targets_the_population_mean_stays_in_unit_interval_and_is_sav
     assert torch.equal(loaded.shrinkage(), alpha)
     assert torch.equal(loaded.shrink_target, game.defender.shrink_target)
     with pytest.raises(InputError, match="shrink_lr"):
-        GameConfig(shrink_lr=0.0)
+        DefenderSettings(shrink_lr=0.0)
 
 
 def test_refitted_head_is_frozen_between_refits_unless_asked(small_population):
@@ -483,31 +486,31 @@ def test_summary_times_every_phase_of_the_run(small_population, tmp_path):
 @pytest.mark.parametrize("patience", [0, -1, 2.0, True, "4"])
 def test_fresh_check_patience_is_validated(patience):
     with pytest.raises(InputError, match="fresh_check_patience"):
-        GameConfig(fresh_check_patience=patience)
+        FreshCheckSettings(patience=patience)
 
 
 def test_fresh_check_patience_is_recorded_only_when_on():
     """None (all steps, the only behaviour of runs made before the setting) is left out of the
     record, so those runs' stored configs still equal a config that keeps all steps."""
-    legacy = GameConfig(fresh_check_patience=None).to_dict()
+    legacy = GameConfig(fresh_check=FreshCheckSettings(patience=None)).flat()
     assert "fresh_check_patience" not in legacy
-    assert set(GameConfig().to_dict()) == set(legacy) | {"fresh_check_patience"}
-    assert GameConfig().to_dict()["fresh_check_patience"] == GameConfig.fresh_check_patience == 4
-    assert GameConfig(fresh_check_patience=2).to_dict()["fresh_check_patience"] == 2
+    assert set(GameConfig().flat()) == set(legacy) | {"fresh_check_patience"}
+    assert GameConfig().flat()["fresh_check_patience"] == FreshCheckSettings.patience == 4
+    assert GameConfig(fresh_check=FreshCheckSettings(patience=2)).flat()["fresh_check_patience"] == 2
 
 
 @pytest.mark.parametrize("patience", [None, 1])
 def test_fresh_check_trains_its_attacker_with_the_configured_patience(small_population, tmp_path, monkeypatch, patience):
-    from bngp.game import trainer
+    from bngp.game import checks
 
     seen = []
-    real = trainer.train_attacker
+    real = checks.train_attacker
 
     def recording(*args, **kwargs):
         seen.append(args[2])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(trainer, "train_attacker", recording)
+    monkeypatch.setattr(checks, "train_attacker", recording)
     summary = _game(small_population, fresh_check_steps=300, fresh_check_patience=patience,
                     select_defender=False).train(tmp_path, progress=False)
     (config,) = seen
@@ -527,9 +530,9 @@ def test_refit_releases_are_drawn_by_blocks_into_one_tensor(small_population, mo
     """Slow reference: the refit's releases (written block by block in place, or pooled per block)
     equal the concatenation of what the attacker reads of each block's releases drawn one after the
     other from the same generator state, bit for bit, with a ragged last block."""
-    import bngp.game.trainer as trainer
+    import bngp.game.selection as selection
 
-    monkeypatch.setattr(trainer, "_REFIT_BLOCK", 7)
+    monkeypatch.setattr(selection, "_REFIT_BLOCK", 7)
     game = _game(small_population, fixed_gaussian_sigmas=sigmas, pool_copies=pool,
                  **({"dp_epsilon": 1.0} if sigmas else {}))
     with torch.no_grad():  # a defender that is not the data-independent start
@@ -545,3 +548,47 @@ def test_refit_releases_are_drawn_by_blocks_into_one_tensor(small_population, mo
     width = 2 * small_population.n_attributes if sigmas and pool else (len(sigmas) + 1) * small_population.n_attributes
     assert drawn.shape == (30, width)
     assert torch.equal(drawn, expected)
+
+
+#: the flat settings (version 1) a composed run stored before the nested form.
+_FLAT_RECORD = {
+    "steps": 30, "attacker_steps": 2, "batch_size": 16, "objective": "preference", "kappa": 2.0, "kappa_vector": None,
+    "budget": None, "dual_lr": 0.05, "noise_dim": 30, "defender_lr": 0.001, "attacker_lr": 0.001, "weight_decay": 1e-05,
+    "lr_decay": 0.988, "decay_every": 50, "attacker_init": "reconstruction", "attacker_kind": "population",
+    "individual_batch": None, "defender_skip": False, "defender_shrink": True, "defender_full_rank_noise": True,
+    "defender_zero_output": True, "shrink_lr": 0.01, "shrink_init": 1.0, "against": "bayesian", "dp_epsilon": 2.0,
+    "dp_penalty": 10.0, "fixed_gaussian_sigmas": [0.05], "recalibrate": True, "leakage": "clamped",
+    "attacker_refit_every": 10, "train_refitted_head": False, "pool_copies": True, "refit_releases": None,
+    "select_defender": True, "selection_patience": 8, "eval_every": 10, "eval_batch": 64, "checkpoint_every": 10,
+    "fresh_check_steps": 20, "fresh_check_patience": 4, "seed": 0,
+}
+
+
+def test_the_config_reader_reads_both_versions():
+    from bngp.game.config import flat_record
+
+    config = GameConfig(steps=30, batch_size=16, eval_every=10, eval_batch=64, checkpoint_every=10,
+                        objective=ObjectiveSettings(kappa=2.0, dp_epsilon=2.0),
+                        defender=DefenderSettings(fixed_gaussian_sigmas=(0.05,)),
+                        attacker=AttackerSettings(refit_every=10), fresh_check=FreshCheckSettings(steps=20))
+    nested = json.loads(json.dumps(config.to_dict()))
+    assert nested["version"] == 2 and nested["objective"]["kappa"] == 2.0
+    assert config.flat() == flat_record(nested) == flat_record(_FLAT_RECORD) == _FLAT_RECORD
+    assert GameConfig.from_dict(nested) == GameConfig.from_dict(_FLAT_RECORD) == config
+    assert GameConfig.from_flat({"kappa": 2.0}) == GameConfig(objective=ObjectiveSettings(kappa=2.0))
+    # a version-1 record left out the patiences when None and pooling unless a composed game pooled
+    legacy = {key: value for key, value in _FLAT_RECORD.items()
+              if key not in ("selection_patience", "fresh_check_patience", "pool_copies")}
+    read = GameConfig.from_dict(legacy)
+    assert (read.selection.patience, read.fresh_check.patience, read.attacker.pool_copies) == (None, None, False)
+    assert read.flat() == legacy
+    with pytest.raises(InputError, match="version"):
+        flat_record({**nested, "version": 3})
+    with pytest.raises(InputError, match="not a GameConfig setting"):
+        GameConfig.from_flat({"kapa": 1.0})
+
+
+def test_a_config_round_trips_through_its_nested_record():
+    for config in (GameConfig(), GameConfig(attacker=AttackerSettings(pool_copies=False)),
+                   GameConfig(defender=DefenderSettings(noise_law="laplace", fixed_gaussian_sigmas=(0.1,)), seed=4)):
+        assert GameConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config

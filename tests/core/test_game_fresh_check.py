@@ -11,7 +11,7 @@ def _game(population, prior=None, **overrides):
     settings = dict(steps=4, attacker_steps=1, batch_size=8, eval_every=2, eval_batch=32, checkpoint_every=2,
                     fresh_check_steps=100, seed=3)
     settings.update(overrides)
-    return Game(population, prior or UniformSubsetPrior(population.n_individuals, 20), GameConfig(**settings))
+    return Game(population, prior or UniformSubsetPrior(population.n_individuals, 20), GameConfig.from_flat(settings))
 
 
 def test_the_initial_defender_is_data_independent_and_any_change_makes_it_dependent(small_population):
@@ -30,14 +30,14 @@ def test_a_data_independent_defender_is_checked_without_fitting(small_population
     """Its check reports AUC 0.5 and the prior's cross-entropy; the full check (fitted attackers)
     on the same defender reads no more than chance, within the spread of 512 releases."""
     game = _game(small_population)
-    import bngp.game.trainer as trainer
+    import bngp.game.checks as checks
 
     def no_training(*args, **kwargs):
         raise AssertionError("no attacker may be trained against a data-independent release")
 
     with monkeypatch.context() as patch:
-        patch.setattr(trainer, "train_attacker", no_training)
-        patch.setattr(trainer, "fit_converged_jointly", no_training)
+        patch.setattr(checks, "train_attacker", no_training)
+        patch.setattr(checks, "fit_converged_jointly", no_training)
         check = game.fresh_attacker_check(100, seed=5)
     assert check["data_independent"] and check["strongest_auc"] == check["auc"] == check["linear_auc"] == 0.5
     assert check["bgp_risk"] == pytest.approx(game.prior_entropy) and check["training_curve"] is None

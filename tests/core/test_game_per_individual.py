@@ -1,4 +1,4 @@
-"""The BNGP game with the per-individual in-game attacker (GameConfig.attacker_kind = "per-individual")."""
+"""The BNGP game with the per-individual in-game attacker (``AttackerSettings.kind`` = "per-individual")."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from bngp.data.bits import BitMatrix
 from bngp.data.independent import simulate_independent
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError, TrainingError
-from bngp.game import Game, GameConfig
+from bngp.game import AttackerSettings, Game, GameConfig
 
 
 def _game(population, **overrides) -> Game:
@@ -21,7 +21,7 @@ def _game(population, **overrides) -> Game:
                     attacker_refit_every=2, fresh_check_steps=0, seed=7, attacker_kind="per-individual")
     settings.update(overrides)
     return Game(population, UniformSubsetPrior(population.n_individuals, population.n_individuals // 2),
-                GameConfig(**settings))
+                GameConfig.from_flat(settings))
 
 
 def _weights(module: torch.nn.Module) -> torch.Tensor:
@@ -76,7 +76,7 @@ def test_training_records_the_attacker_and_resumes_exactly(small_population, tmp
     summary = full.train(tmp_path / "full", progress=False)
     assert summary.selected is not None  # defender selection runs on the per-individual refits
     config = json.loads((tmp_path / "full" / "config.json").read_text())
-    assert config["config"]["attacker_kind"] == "per-individual" and config["attacker"]["kind"] == "per-individual"
+    assert config["config"]["attacker"]["kind"] == "per-individual" and config["attacker"]["kind"] == "per-individual"
     _game(small_population, steps=4, kappa=1.5).train(tmp_path / "split", progress=False)
     resumed = _game(small_population, steps=6, kappa=1.5)
     resumed.train(tmp_path / "split", resume=True, progress=False)
@@ -90,7 +90,7 @@ def test_training_records_the_attacker_and_resumes_exactly(small_population, tmp
 
 def test_unknown_attacker_kind_is_a_one_line_input_error() -> None:
     with pytest.raises(InputError, match="^`attacker_kind` must be one of population, per-individual") as raised:
-        GameConfig(attacker_kind="per-snp")
+        AttackerSettings(kind="per-snp")
     assert "\n" not in str(raised.value)
 
 
@@ -133,9 +133,9 @@ def test_training_with_an_individual_batch(small_population) -> None:
 
 def test_individual_batch_needs_the_per_individual_attacker() -> None:
     with pytest.raises(InputError, match="per-individual"):
-        GameConfig(individual_batch=10)
+        AttackerSettings(individual_batch=10)
     with pytest.raises(InputError, match=">= 1"):
-        GameConfig(individual_batch=0, attacker_kind="per-individual")
+        AttackerSettings(individual_batch=0, kind="per-individual")
 
 
 def test_the_attacker_shares_the_mechanisms_genotypes(small_population) -> None:

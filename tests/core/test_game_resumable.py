@@ -10,15 +10,15 @@ import torch
 
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import TrainingError
-from bngp.game import CHECKPOINT_FILE, SUMMARY_FILE, Game, GameConfig, run_state, train_once
-from bngp.run_dir import staging_dir, verify_run
+from bngp.game import CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, Game, GameConfig, run_state, train_once
+from bngp.run_dir import add_to_run, staging_dir, verify_run
 
 
 def _game(population, members: int = 20, **overrides) -> Game:
     settings = dict(steps=6, attacker_steps=2, batch_size=8, eval_every=2, eval_batch=32, checkpoint_every=2,
                     fresh_check_steps=2, seed=7)
     settings.update(overrides)
-    return Game(population, UniformSubsetPrior(population.n_individuals, members), GameConfig(**settings))
+    return Game(population, UniformSubsetPrior(population.n_individuals, members), GameConfig.from_flat(settings))
 
 
 def _weights(game: Game) -> torch.Tensor:
@@ -88,7 +88,7 @@ def test_a_finished_run_of_other_settings_or_prior_is_trained_again(small_popula
     summary, state = train_once(other, run)
     assert state == "new" and summary.steps == other.config.steps
     saved = json.loads((run / "config.json").read_text())
-    assert saved["config"] == json.loads(json.dumps(other.config.to_dict()))
+    assert saved["config"] == json.loads(json.dumps(other.config.to_dict())) and saved["config"]["version"] == 2
     assert saved["prior"]["members"] == other.prior.describe()["members"]
 
 
@@ -100,3 +100,31 @@ def test_a_checkpoint_of_other_settings_is_refused_in_one_line(small_population,
     with pytest.raises(TrainingError, match="different `kappa`") as caught:
         train_once(_game(small_population, kappa=3.0), tmp_path / "run")
     assert len(str(caught.value).splitlines()) == 1
+
+
+def test_a_run_stored_with_the_flat_config_of_version_1_is_still_recognised(small_population, tmp_path):
+    """Runs written before the nested form hold the flat settings (version 1, no version key): they are
+    reused for the same settings and trained again for others."""
+    run = tmp_path / "run"
+    game = _game(small_population)
+    train_once(game, run)
+    stored = json.loads((run / CONFIG_FILE).read_text())
+    assert stored["config"]["version"] == 2 and stored["config"]["attacker"]["steps"] == 2
+    add_to_run(run, {CONFIG_FILE: json.dumps({**stored, "config": game.config.flat()})})
+    assert "version" not in json.loads((run / CONFIG_FILE).read_text())["config"]
+    assert run_state(_game(small_population), run) == "finished"
+    assert run_state(_game(small_population, kappa=3.0), run) == "new"
+
+
+def test_a_checkpoint_with_the_flat_config_of_version_1_resumes(small_population, tmp_path):
+    game = _game(small_population)
+    for _ in range(2):
+        game.training_step()
+    state = game.state()
+    assert state["config"]["version"] == 2
+    torch.save({**state, "config": game.config.flat()}, tmp_path / CHECKPOINT_FILE)
+    resumed = _game(small_population)
+    resumed.load_checkpoint(tmp_path / CHECKPOINT_FILE)
+    assert resumed.step == 2 and torch.equal(_weights(resumed), _weights(game))
+    with pytest.raises(TrainingError, match="different `kappa`"):
+        _game(small_population, kappa=3.0).load_checkpoint(tmp_path / CHECKPOINT_FILE)

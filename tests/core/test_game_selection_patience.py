@@ -1,4 +1,4 @@
-"""GameConfig.selection_patience: the game stops once the kept defender state has not been bettered,
+"""SelectionSettings.patience: the game stops once the kept defender state has not been bettered,
 and bngp.game.replay_patience tells exactly what a run with patience would have kept."""
 
 import json
@@ -8,14 +8,14 @@ import torch
 
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError
-from bngp.game import SUMMARY_FILE, Game, GameConfig, TrainingSummary, replay_patience
+from bngp.game import SUMMARY_FILE, Game, GameConfig, SelectionSettings, TrainingSummary, replay_patience
 
 
 def _game(population, **overrides):
     settings = dict(steps=24, attacker_steps=1, batch_size=8, eval_every=4, eval_batch=32, checkpoint_every=8,
                     attacker_refit_every=4, fresh_check_steps=0, seed=5)
     settings.update(overrides)
-    return Game(population, UniformSubsetPrior(population.n_individuals, 20), GameConfig(**settings))
+    return Game(population, UniformSubsetPrior(population.n_individuals, 20), GameConfig.from_flat(settings))
 
 
 def _rows(*pairs):
@@ -52,12 +52,12 @@ def test_replay_rejects_bad_input(selections, patience, every, message):
 @pytest.mark.parametrize("patience", [0, -1, 2.0, True, "4"])
 def test_selection_patience_is_validated(patience):
     with pytest.raises(InputError, match="selection_patience"):
-        GameConfig(selection_patience=patience)
+        SelectionSettings(patience=patience)
 
 
 def test_selection_patience_is_recorded_only_when_set():
-    assert "selection_patience" not in GameConfig(selection_patience=None).to_dict()
-    assert GameConfig(selection_patience=3).to_dict()["selection_patience"] == 3
+    assert "selection_patience" not in GameConfig(selection=SelectionSettings(patience=None)).flat()
+    assert GameConfig(selection=SelectionSettings(patience=3)).flat()["selection_patience"] == 3
 
 
 def test_a_run_with_patience_is_the_first_part_of_the_full_run(small_population, tmp_path):

@@ -26,7 +26,7 @@ def _config(**overrides) -> GameConfig:
     settings = dict(steps=4, objective="utility-budget", budget=0.01, fresh_check_steps=0, eval_every=2,
                     checkpoint_every=2, attacker_refit_every=2, batch_size=8, eval_batch=16, refit_releases=64, seed=3)
     settings.update(overrides)
-    return GameConfig(**settings)
+    return GameConfig.from_flat(settings)
 
 
 @pytest.mark.parametrize("law", ["laplace", "gaussian"])
@@ -130,7 +130,7 @@ def test_cli_trains_for_a_budget_and_evaluate_reads_the_same_loss(population_fil
     assert printed["budget"]["kept_state_value"] == summary["budget"]["kept_state_value"]
     assert summary["start"]["reference"] == printed["start"]["reference"]
     assert summary["start"]["kept"] in ("start", "trained")
-    config = json.loads((run / "config.json").read_text())["config"]
+    config = json.loads((run / "config.json").read_text())["config"]["objective"]
     assert config["budget"] == pytest.approx(0.5 * wide_setting.data_independent_loss, rel=1e-12)
     out = tmp_path / "eval.json"
     assert main(["evaluate", "--no-decision", "--population", str(population_file), "--members", str(N_MEMBERS), "--defense",

@@ -6,11 +6,15 @@ stopping (the per-individual attacker: ``patience``, tolerance in cross-entropy)
 
 from __future__ import annotations
 
+from bngp.evaluation_record import AttackResult
 from bngp.report import convergence_lines
 
 
 def _state(curve: dict) -> str:
-    (line,) = [line for line in convergence_lines({"linear": {"learning_curve": curve}}) if line.startswith("- `linear`")]
+    record = AttackResult(auc=0.5, auc_std=0.0, auc_per_release=(0.5,), tpr_at_fpr={}, advantage=0.0,
+                          bayes_weighted_advantage=0.0, gamma=0.5, knowledge="", seconds=0.0, orientation=1, raw_auc=0.5,
+                          learning_curve=curve)
+    (line,) = [line for line in convergence_lines({"linear": record}) if line.startswith("- `linear`")]
     return line
 
 

@@ -12,9 +12,10 @@ import pytest
 from matplotlib.colors import to_rgb
 from matplotlib.image import imread
 
-import bngp.report as report
+import bngp.report.figures as report_figures
 from bngp.colours import ROLE_COLOURS, attack_colour
-from bngp.report import MAX_RELEASE_LABELS, _thinned, plot_learning_curves, plot_roc, plot_tradeoff
+from bngp.report import MAX_RELEASE_LABELS, plot_learning_curves, plot_roc, plot_tradeoff
+from bngp.report.learning import _thinned
 
 PNG = b"\x89PNG\r\n\x1a\n"
 #: 13 attacks: four read every member (AUC 1), the rest from strong to chance.
@@ -26,7 +27,7 @@ SEPARATIONS = {"lrt": 0.3, "adaptive-lrt": 0.8, "optimal-lrt": 50.0, "score": 1.
 @pytest.fixture
 def figures(keep_figures) -> list[Any]:
     """Every figure the plots of bngp.report write, drawn (so that text has its extent) and saved."""
-    return keep_figures(report)
+    return keep_figures(report_figures)
 
 
 def _curves(releases: int = 20, individuals: int = 60) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -1,5 +1,5 @@
-"""The image populations (bngp.data.images): IDX files read back exactly and refused when malformed,
-the confidence-bin encoding and its release checked against a direct histogram of the classifier's
+"""The image populations (bngp.data.images, idx, confidence): IDX files read back exactly and
+refused when malformed, the confidence-bin encoding and its release checked against a direct histogram of the classifier's
 probabilities, bins at calibration quantiles, seeded disjoint splits, MNIST from a fake IDX folder,
 and a membership signal in the exact release."""
 
@@ -14,18 +14,9 @@ import pytest
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
-from bngp.data.images import (
-    DIGITS_IMAGES,
-    ConfidenceEncoder,
-    find_mnist_files,
-    fit_confidence_encoder,
-    load_digits_population,
-    load_mnist_population,
-    read_idx,
-    read_idx_shape,
-    split_digits,
-    split_mnist,
-)
+from bngp.data.confidence import ConfidenceEncoder, fit_confidence_encoder
+from bngp.data.idx import find_mnist_files, read_idx, read_idx_shape
+from bngp.data.images import DIGITS_IMAGES, load_digits_population, load_mnist_population, split_digits, split_mnist
 from bngp.data.npz import load_population, save_population
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
@@ -351,6 +342,6 @@ def test_exact_release_leaks_membership():
     population = load_digits_population(200, 100, seed=0)
     result = evaluate_defense(population, UniformSubsetPrior(200, 100), NoDefense(), "reconstruction,lrt",
                               releases=10, seed=0, n_members=100)
-    assert result.attacks["reconstruction"]["auc"] > 0.8
-    assert result.attacks["lrt"]["auc"] > 0.6
+    assert result.attacks["reconstruction"].auc > 0.8
+    assert result.attacks["lrt"].auc > 0.6
     assert math.isfinite(result.utility_loss) and result.utility_loss == 0.0

@@ -127,7 +127,7 @@ def test_evaluation_scores_identical(population, spec):
             np.testing.assert_allclose(results[1].scores[name], scores, rtol=0, atol=1e-4)
         else:  # the affine statistics unpack the same blocks and multiply in the same order: bit for bit
             assert np.array_equal(results[1].scores[name], scores), name
-    assert results[0].attacks["lrt"]["auc"] == results[1].attacks["lrt"]["auc"]
+    assert results[0].attacks["lrt"].auc == results[1].attacks["lrt"].auc
 
 
 def test_release_and_lrt_memory_stay_near_the_bits():
@@ -202,17 +202,17 @@ def test_reconstruction_design_operator_packed_equals_dense(population):
 def test_learned_attacks_and_the_game_accept_packed(population, tmp_path):
     """The attacks that need dense genotypes and the BNGP game unpack a packed population and give the
     dense results (same seeds: same AUCs, same training history)."""
-    from bngp.game import Game, GameConfig
+    from bngp.game import AttackerSettings, FreshCheckSettings, Game, GameConfig
 
     prior = UniformSubsetPrior(60, 30)
     aucs = []
     for p in (population, population.to_packed()):
         result = evaluate_defense(p, prior, parse_defense_spec("laplace:epsilon=50", DefenseContext(p, 30)),
                                   "linear,tree", releases=3, seed=3, n_members=30)
-        aucs.append({name: entry["auc"] for name, entry in result.attacks.items()})
+        aucs.append({name: entry.auc for name, entry in result.attacks.items()})
     assert aucs[0] == aucs[1]
-    config = GameConfig(steps=2, attacker_steps=1, batch_size=8, eval_every=2, eval_batch=32, checkpoint_every=2,
-                        fresh_check_steps=0, seed=7)
+    config = GameConfig(steps=2, batch_size=8, eval_every=2, eval_batch=32, checkpoint_every=2, seed=7,
+                        attacker=AttackerSettings(steps=1), fresh_check=FreshCheckSettings(steps=0))
     histories = [Game(p, prior, config).train(tmp_path / name, progress=False).history
                  for p, name in ((population, "dense"), (population.to_packed(), "packed"))]
     assert histories[0] == histories[1]

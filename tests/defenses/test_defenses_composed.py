@@ -40,9 +40,9 @@ DELTA = 1e-5
 def composed_run(small_population, tmp_path_factory):
     """A tiny defender trained after one fixed Gaussian mechanism (4 steps, about 3 s)."""
     run_dir = tmp_path_factory.mktemp("composed") / "run"
-    config = GameConfig(steps=4, fixed_gaussian_sigmas=(SIGMA,), fresh_check_steps=0, eval_every=2,
+    config = GameConfig.from_flat(dict(steps=4, fixed_gaussian_sigmas=(SIGMA,), fresh_check_steps=0, eval_every=2,
                         checkpoint_every=2, attacker_refit_every=2, batch_size=8, eval_batch=16, refit_releases=64,
-                        seed=0)
+                        seed=0))
     Game(small_population, UniformSubsetPrior(small_population.n_individuals, MEMBERS), config).train(
         run_dir, progress=False)
     return run_dir

@@ -85,7 +85,7 @@ def _training_config(**overrides) -> GameConfig:
     settings = dict(steps=4, fresh_check_steps=0, eval_every=2, checkpoint_every=2, attacker_refit_every=2,
                     batch_size=8, eval_batch=16, refit_releases=64, seed=3, defender_zero_output=False)
     settings.update(overrides)
-    return GameConfig(**settings)
+    return GameConfig.from_flat(settings)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from scipy.stats import norm
 from bngp.data.population import Population
 from bngp.errors import InputError, UnknownNameError
 from bngp.release.mechanism import SummaryStatistics
-from bngp.defenses import DefenseContext, available_defenses, parse_defense_spec
+from bngp.defenses import DefenseContext, available_defenses, defense_help, parse_defense_spec, registry
 
 torch.set_num_threads(1)
 
@@ -28,6 +28,19 @@ def context() -> DefenseContext:
 
 def test_registered_names() -> None:
     assert {"laplace", "gaussian", "linf", "rr"} <= set(available_defenses())
+
+
+def test_every_list_of_defenses_is_derived_from_the_one_table() -> None:
+    """Adding a defense is one entry of DEFENSES: the parser, the help line and the name lists follow."""
+    names = [entry.name for entry in registry.DEFENSES]
+    assert available_defenses() == names and len(set(names)) == len(names)
+    assert all(entry.family in registry.FAMILIES for entry in registry.DEFENSES)
+    assert registry.DP_SPECS == ("laplace", "gaussian", "linf", "rr")
+    assert registry.BUDGET_SPECS == ("budget-laplace", "budget-gaussian", "shrinkage", "suppression", "linear-optimal",
+                            "time-sharing")
+    assert defense_help().split(" | ") == [entry.spec for entry in registry.DEFENSES]
+    assert all(entry.spec.split(":")[0] == entry.name for entry in registry.DEFENSES)
+    assert registry.split_spec("run:some/dir") == ("run", {"dir": "some/dir"})  # the positional key of the run entry
 
 
 @pytest.mark.parametrize(

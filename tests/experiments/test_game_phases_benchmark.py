@@ -64,7 +64,7 @@ def _target_record(individuals: int, attributes: int, composition: int, seconds:
 
 
 def test_the_targets_table_judges_each_target_on_its_own_size():
-    """Every target of the issue gets a row: the default runs against their wall times, the paper-scale
+    """Every speed target gets a row: the default runs against their wall times, the paper-scale
     run's memory, the evaluations against 180 s, the matmul-bound phases at the paper's scale only
     (the small size's 0.3 is reported below the table, not judged), the exponents along both axes."""
     records = [_target_record(k, q, 1, 30.0, 0.3) for k, q in ((100, 1000), (200, 1000), (400, 1000), (200, 500),
@@ -109,13 +109,13 @@ def test_the_flop_model_counts_the_products_the_phases_dispatch(composition, ove
     below); the ridge fit's LAPACK products are not torch's, so the fit is not compared."""
     from _products import product_flops
 
-    from bngp.ridge import default_shadow_releases
+    from bngp.linear import default_shadow_releases
 
     game = _game(30, 60, composition, 0, 2, 0, overrides)
     game.training_step()
     recorded, calls = _record_a_round(game)
     assert calls["refit: releases"] == calls["defender step"] == calls["held-out evaluation"] == 1
-    counted = phase_flops(game, game.config.refit_releases or default_shadow_releases(30, game.mechanism.n_outputs))
+    counted = phase_flops(game, game.config.attacker.refit_releases or default_shadow_releases(30, game.mechanism.n_outputs))
     for name in ("refit: releases", "selection", "attacker steps", "defender step", "held-out evaluation"):
         seen = sum(n * product_flops(product) for product, n in recorded[name].items()) / calls[name]
         assert seen == counted[name], name

@@ -1,6 +1,6 @@
 """experiments/outside_check.py on a frontier sweep: every cell is attacked by the outside ridge (a
 BNGP cell through the trained defender the sweep keeps), each verdict is stored per cell and
-reused, so a sweep spread over sessions is checked while each defender is still on disk."""
+reused, so a sweep spread over several invocations is checked while each defender is still on disk."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_every_cell_is_checked_and_each_verdict_is_stored(sweep_dir: Path, monke
     cached = sorted(path.stem for path in (sweep_dir / "outside").glob("*.json"))
     assert cached == sorted(path.stem for path in (sweep_dir / "cells").glob("*.json"))
 
-    # a rerun reuses every stored verdict, also once the defender is gone (a later session)
+    # a rerun reuses every stored verdict, also once the defender is gone (a later invocation)
     def refuse(*args, **kwargs):
         raise AssertionError("a stored verdict was recomputed")
 

@@ -1,7 +1,7 @@
 """experiments/outside_check.py on a reproduction in progress (its runs directory, before the report
 exists): every stored evaluation is attacked by the outside ridge, a trained defender through
 ``run:DIR`` and a mechanism built in code through the SPEC of the same noise; each verdict is stored
-and reused, so a paper-scale Table 5 spread over sessions is checked setting by setting."""
+and reused, so a paper-scale Table 5 spread over several invocations is checked setting by setting."""
 
 from __future__ import annotations
 

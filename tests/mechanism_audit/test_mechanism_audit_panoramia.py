@@ -1,5 +1,5 @@
 """PANORAMIA on genomic releases: generated non-members, baseline and release-aware MIA, and the
-companion lower bound with real non-members held out from the generator (issue 16, item 5)."""
+companion lower bound with real non-members held out from the generator."""
 
 import numpy as np
 import pytest

@@ -1,8 +1,8 @@
 """``bngp reproduce``: every experiment of arXiv:2410.07414 at the quick scale, end to end from the CLI.
 
-One ``bngp reproduce all --scale quick`` run (module fixture, about two minutes on one core) is
-checked report by report: the files, the numbers against their own evaluation payloads, the
-paper's numbers (App. L.9) against the catalog, and the settings that define each experiment
+One ``bngp reproduce all --scale quick`` run (a module fixture) is checked report by report: the
+files, the numbers against their own evaluation payloads, the paper's numbers (App. L.9) against
+the catalog, and the settings that define each experiment
 (Table 5's constant C, the score best response on 20 individuals, the digits and Adult
 populations, eps = 600).  The quick scale's AUCs carry no meaning, so no AUC value is asserted.
 """
@@ -351,11 +351,13 @@ def test_reproductions_train_every_step_of_their_fresh_attackers(reproduced: Pat
     ``selection_patience`` to None, so their runs record the config of the runs stored before early
     stopping existed, train every step, and the check trains for all its steps (unless the delivered
     defender is the data-independent release, which is checked exactly, without an attacker)."""
+    from bngp.game.config import flat_record
+
     runs = [path.parent for path in reproduced.rglob("config.json") if (path.parent / "summary.json").is_file()
             and "budget-frontier" not in str(path)]  # those start from a reference: test_budget_frontier_quick
     assert any("frontier" in str(run) for run in runs) and len(runs) >= 3
     for run in runs:
-        config = json.loads((run / "config.json").read_text())["config"]
+        config = flat_record(json.loads((run / "config.json").read_text())["config"])
         assert "fresh_check_patience" not in config and "selection_patience" not in config
         summary = json.loads((run / "summary.json").read_text())
         assert "early_stop" not in summary and summary["steps"] == config["steps"]

@@ -13,7 +13,8 @@ import pytest
 from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses.dp import LaplaceDefense
 from bngp.errors import DataFormatError
-from bngp.evaluate import EVALUATION_FORMAT, evaluate_defense
+from bngp.evaluate import evaluate_defense
+from bngp.evaluation_record import EVALUATION_FORMAT
 from bngp.reproduce.experiment import EVALUATIONS, Experiment
 
 

@@ -10,7 +10,7 @@ def small_config(population, **changes) -> dict:
     score, 10 releases.  The defenders train for 10 steps with an attacker refit every 5, a
     20-step fresh-attacker check, defender selection and recalibrated leakage, so that the
     comparisons of a cell run alone with the same cell run after others cover the paths that
-    call ``bngp.ridge.logistic_calibration`` (whose least-squares driver once made them differ)."""
+    call ``bngp.linear.logistic_calibration`` (whose least-squares driver once made them differ)."""
     config = {
         "datasets": [{"path": str(population), "members": 10}],
         "defenses": ["bngp", "laplace"],

@@ -87,7 +87,7 @@ def test_toml_config_and_relative_paths(sweep_population, tmp_path, monkeypatch)
     assert config.eps == (2.0,) and config.kappa == (1.0, 2.5) and config.attacks == ("lrt", "score")
     assert config.seeds == (0,) and config.retries == 2
     game = config.game_config(2.5, 7)
-    assert (game.steps, game.kappa, game.seed, game.fixed_gaussian_sigmas) == (5, 2.5, 7, (0.1,))
+    assert (game.steps, game.objective.kappa, game.seed, game.defender.fixed_gaussian_sigmas) == (5, 2.5, 7, (0.1,))
 
 
 def test_toml_config_says_none_for_all_steps(sweep_population, tmp_path):
@@ -98,7 +98,7 @@ def test_toml_config_says_none_for_all_steps(sweep_population, tmp_path):
             'members = 10\n[game]\nsteps = 5\nfresh_check_patience = "None"\n')
     path.write_text(body)
     config = load_sweep_config(path)
-    assert config.attacker_patience is None and config.game_config(1.0, 0).fresh_check_patience is None
+    assert config.attacker_patience is None and config.game_config(1.0, 0).fresh_check.patience is None
     path.write_text(body.replace('steps = 5', 'steps = "none"'))
     with pytest.raises(InputError, match="game.steps"):
         load_sweep_config(path)

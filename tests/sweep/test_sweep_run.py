@@ -147,7 +147,7 @@ def test_bngp_cells_keep_their_trained_defender(local_sweep, sweep_population):
         manifest = verify_run(run)
         assert set(manifest["dropped"]) == {"checkpoint.pt"} and "defender.pt" in manifest["files"]
         defense = parse_defense_spec(f"run:{run}", DefenseContext(population, 10))
-        assert defense.describe()["name"] and manifest["config"]["kappa"] == cell_result.cell.parameter
+        assert defense.describe()["name"] and manifest["config"]["objective"]["kappa"] == cell_result.cell.parameter
     payload = json.loads(result.json_path.read_text())
     assert all("defender_run" not in record for record in payload["results"])
 
