@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from bngp.errors import InputError
-from bngp.release.mechanism import pool_copies
+from bngp.release.composition import pool_copies
 from bngp.linear import LinearFit
 
 __all__ = ["CopyPooling", "POOLING_RELEASES", "pooled_sampler"]
@@ -93,7 +93,7 @@ class CopyPooling:
         return cls(tuple(float(w) for w in weights), int(width), int(rows))
 
     def pool(self, releases: torch.Tensor) -> torch.Tensor:
-        """z = sum_b w_b x_b, shape (R, |Q|), in the releases' dtype (:func:`bngp.release.mechanism.pool_copies`)."""
+        """z = sum_b w_b x_b, shape (R, |Q|), in the releases' dtype (:func:`bngp.release.composition.pool_copies`)."""
         if releases.shape[-1] != self.copies * self.width:
             raise InputError(f"releases must have {self.copies * self.width} outputs, got {releases.shape[-1]}.")
         return pool_copies(releases, self.weights)

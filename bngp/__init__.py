@@ -32,7 +32,7 @@ _EXPORTS = {
     "save_population": "bngp.data.npz",
     # mechanism and players
     "SummaryStatistics": "bngp.release.mechanism",
-    "ComposedMechanism": "bngp.release.mechanism",
+    "ComposedMechanism": "bngp.release.composition",
     "release_mechanism": "bngp.release.sampling",
     "sample_releases": "bngp.release.sampling",
     "NoiseLaw": "bngp.release.noise_law",

@@ -26,6 +26,7 @@ import torch
 
 from bngp.data.priors import prior_from_description
 from bngp.errors import InputError
+from bngp.release.composition import copy_blocks
 from bngp.release.sampling import release_mechanism
 from bngp.rng import SeedLike, resolve_seed, torch_generator
 from bngp.validation import check_positive_int
@@ -129,7 +130,7 @@ def matched_to_run(
     )
     record = {"run": run_dir, "target_utility_loss": target, "draws": draws}
     if composition != 1:
-        blocks = deviation.reshape(deviation.shape[0], composition, n_attributes)
+        blocks = copy_blocks(deviation, composition)
         record["block_utility_losses"] = [utility_loss(blocks[:, i], kappa) for i in range(composition)]
         record["weights"] = "uniform" if kappa is None else "kappa_j / (composition sum_l kappa_l) in every copy"
     record.update(calibration.to_dict())

@@ -260,7 +260,7 @@ def composed_release(
       the values of one draw of the whole block.
 
     ``pool``: the weights w of the m fixed copies: the release is then [z, x_L] (B, 2|Q|), z = sum_b
-    w_b x_b the fixed copies pooled, bit for bit :func:`bngp.release.mechanism.pool_copies` of
+    w_b x_b the fixed copies pooled, bit for bit :func:`bngp.release.composition.pool_copies` of
     them, each copy pooled as it is drawn (chunk by chunk), so the m fixed blocks are never held.
     ``out``: without autograd, the tensor the release is written to (and returned)."""
     rows, width = statistic.shape

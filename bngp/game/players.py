@@ -42,7 +42,8 @@ from bngp.defenses.trained import TrainedDefense
 from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
 from bngp.metrics import binary_entropy
-from bngp.release.mechanism import ComposedMechanism, Mechanism, allele_frequencies, pool_copies
+from bngp.release.composition import ComposedMechanism, inverse_variance_weights, pool_copies
+from bngp.release.mechanism import Mechanism, allele_frequencies
 from bngp.release.sampling import release_mechanism
 from bngp.rng import SeedLike, named_seeds, resolve_seed, seeded_torch, torch_generator
 from bngp.timing import PhaseTimer
@@ -179,8 +180,7 @@ class Players:
         self.pool_weights: tuple[float, ...] | None = None
         sigmas = config.defender.fixed_gaussian_sigmas
         if config.attacker.pool_copies and sigmas and config.attacker.kind != "per-individual":
-            precision = [float(sigma) ** -2 for sigma in sigmas]
-            self.pool_weights = tuple(value / sum(precision) for value in precision)
+            self.pool_weights = inverse_variance_weights(sigmas)
         width = 2 * n_out if self.pool_weights is not None else self.mechanism.n_outputs
         self.attacker_spec = config.attacker.spec(width, self.population.n_individuals)
         with seeded_torch(self.seeds["attacker-network"]):
@@ -275,7 +275,7 @@ class Players:
     def attacker_input(self, x: torch.Tensor) -> torch.Tensor:
         """What the in-game attacker reads of releases x: x itself, or with ``AttackerSettings.pool_copies``
         [z, x_L], z = sum_b w_b x_b the inverse-variance mean of the m fixed Gaussian copies (weights
-        w_b = s_b^-2 / sum_c s_c^-2; :func:`bngp.release.mechanism.pool_copies`) and x_L the learned
+        w_b = s_b^-2 / sum_c s_c^-2; :func:`bngp.release.composition.pool_copies`) and x_L the learned
         block (linear in x, so differentiable).  :meth:`_attacker_release` forms it without the
         whole release, bit for bit."""
         if self.pool_weights is None:

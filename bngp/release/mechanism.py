@@ -1,4 +1,4 @@
-"""The release mechanism: summary statistics, output perturbation and composition.
+"""The release mechanism: summary statistics and output perturbation.
 
 arXiv:2410.07414, section 2.2: the original mechanism releases allele frequencies
 f(D) = x_hat with x_hat_j = sum_k b_k d_kj / sum_k b_k; the defender perturbs its output,
@@ -15,7 +15,6 @@ memberships must then be on that device too.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -27,10 +26,8 @@ from bngp.errors import InputError
 __all__ = [
     "Mechanism",
     "SummaryStatistics",
-    "ComposedMechanism",
     "allele_frequencies",
     "perturb",
-    "pool_copies",
 ]
 
 #: the most individuals whose counts are exact in float32 for any int8 memberships, 128 K <= 2^24
@@ -78,33 +75,6 @@ def perturb(x_hat: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         return torch.clamp(x_hat.double() + noise.double(), 0.0, 1.0).to(x_hat.dtype)
     # the same sum and clip in place on one float64 copy (bit for bit the same release)
     return x_hat.to(torch.float64, copy=True).add_(noise).clamp_(0.0, 1.0).to(x_hat.dtype)
-
-
-def pool_copies(releases: torch.Tensor, weights: tuple[float, ...], out: torch.Tensor | None = None) -> torch.Tensor:
-    """z = sum_b w_b x_b, the c = len(``weights``) copies x_b (|Q| outputs each) of composed releases
-    (B, c |Q|) pooled into one release of f(D) (arXiv:2410.07414, App. L.6; the weights:
-    :class:`bngp.attacks.pooling.CopyPooling` and ``GameConfig.pool_copies``), (B, |Q|) in the
-    releases' dtype, written to ``out`` if given.
-
-    The arithmetic is elementwise and fixed: each product w_b x_b is rounded in the releases' dtype
-    (w_b rounded to it first), then they are added in copy order.  So z has the same bits whole, by
-    rows, or formed as the copies are drawn (:func:`bngp.defenses.network.composed_release`'s
-    ``pool``), on any BLAS (a contraction such as ``einsum`` leaves the order and the fused
-    multiply-adds to the library).
-
-    Raises:
-        InputError: no weights, or a width that is not c copies."""
-    copies = len(weights)
-    if copies < 1:
-        raise InputError("pooling needs one weight per copy, got none.")
-    if releases.shape[-1] % copies:
-        raise InputError(f"pooling {copies} copies needs a release width that is a multiple of {copies}, "
-                         f"got {releases.shape[-1]}.")
-    width = releases.shape[-1] // copies
-    pooled = torch.mul(releases[..., :width], float(weights[0]), out=out)
-    for copy in range(1, copies):
-        pooled.add_(releases[..., copy * width : (copy + 1) * width] * float(weights[copy]))
-    return pooled
 
 
 class Mechanism(ABC):
@@ -202,48 +172,3 @@ class SummaryStatistics(Mechanism):
     @property
     def device(self) -> torch.device:
         return self._device if isinstance(self.genotypes, BitMatrix) else self.genotypes.device
-
-
-class ComposedMechanism(Mechanism):
-    """Composition of black-box mechanisms on the same individuals (Theorem 5).
-
-    The release is the concatenation [M_1(b, xi_1), ..., M_m(b, xi_m)]; the noise vector is
-    split into consecutive blocks of each part's ``n_outputs``.
-    """
-
-    def __init__(self, parts: Sequence[Mechanism]) -> None:
-        if not parts:
-            raise InputError("`parts` must contain at least one mechanism.")
-        sizes = {part.n_individuals for part in parts}
-        if len(sizes) != 1:
-            raise InputError("all composed mechanisms must act on the same individuals.")
-        self.parts = list(parts)
-        self.n_individuals = sizes.pop()
-        self.n_outputs = sum(part.n_outputs for part in parts)
-        self.boundaries = np.cumsum([0] + [part.n_outputs for part in parts])
-
-    def statistic(self, b: torch.Tensor) -> torch.Tensor:
-        """The parts' statistics side by side; a part that appears several times (the same
-        object, as in :func:`bngp.release.sampling.release_mechanism`) is computed once."""
-        computed: dict[int, torch.Tensor] = {}
-        for part in self.parts:
-            if id(part) not in computed:
-                computed[id(part)] = part.statistic(b)
-        return torch.cat([computed[id(part)] for part in self.parts], dim=1)
-
-    @property
-    def device(self) -> torch.device:
-        return self.parts[0].device
-
-    def release(self, b: torch.Tensor, noise: torch.Tensor, statistic: torch.Tensor | None = None) -> torch.Tensor:
-        if noise.shape[-1] != self.n_outputs:
-            raise InputError(f"`noise` must have {self.n_outputs} columns, got {noise.shape[-1]}.")
-        statistic = self.statistic(b) if statistic is None else statistic
-        blocks = [
-            part.release(b, noise[:, start:stop], statistic[:, start:stop])
-            for part, start, stop in zip(self.parts, self.boundaries[:-1], self.boundaries[1:])
-        ]
-        return torch.cat(blocks, dim=1)
-
-    def describe(self) -> dict:
-        return {"kind": "ComposedMechanism", "outputs": self.n_outputs, "parts": [p.describe() for p in self.parts]}

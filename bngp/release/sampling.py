@@ -18,7 +18,8 @@ import torch
 
 from bngp.errors import InputError
 from bngp.validation import check_positive_int
-from .mechanism import ComposedMechanism, Mechanism, SummaryStatistics
+from .composition import ComposedMechanism, copy_count
+from .mechanism import Mechanism, SummaryStatistics
 
 __all__ = ["NoiseSource", "release_mechanism", "sample_releases"]
 
@@ -55,7 +56,7 @@ def sample_releases(
 
     ``b`` is put on the mechanism's device and the defense draws its noise from ``generator``
     (a CPU Generator); the releases come back to the CPU whatever the device."""
-    parts = len(mechanism.parts) if isinstance(mechanism, ComposedMechanism) else 1
+    parts = copy_count(mechanism)
     if defense.composition != parts:
         raise InputError(
             f"the defense perturbs {defense.composition} copies of the statistic but the mechanism has {parts}; "

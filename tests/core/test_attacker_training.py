@@ -10,7 +10,8 @@ from bngp.attacks.training import AttackerTrainingConfig, OptimisationTrace, tra
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError
 from bngp.game import AttackerSettings, FreshCheckSettings, Game, GameConfig
-from bngp.release.mechanism import ComposedMechanism, SummaryStatistics
+from bngp.release.composition import ComposedMechanism
+from bngp.release.mechanism import SummaryStatistics
 from bngp.metrics import auc, release_aucs
 from bngp.attacks.network import AttackerSpec, block_inversion_head
 import bngp.linear.calibration as calibration_module

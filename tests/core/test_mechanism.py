@@ -4,7 +4,8 @@ import torch
 
 from bngp.errors import InputError
 from bngp.device import CHUNK_ELEMENTS
-from bngp.release.mechanism import ComposedMechanism, SummaryStatistics, allele_frequencies, perturb, pool_copies
+from bngp.release.composition import ComposedMechanism, pool_copies
+from bngp.release.mechanism import SummaryStatistics, allele_frequencies, perturb
 from bngp.defenses.base import NoDefense
 from bngp.release.sampling import sample_releases
 
@@ -147,3 +148,27 @@ def test_int8_counts_give_the_float32_statistic_bit_for_bit(rows, individuals, o
     assert relaxed.grad is not None
     assert len(products) == 2
     assert SummaryStatistics(genotypes + 2)._binary is None  # not 0/1: the float32 product
+
+
+def test_inverse_variance_weights_are_the_normalised_precisions():
+    """w_b = s_b^-2 / sum_c s_c^-2 (App. L.6): sigmas 1 and 2 give precisions 1 and 1/4, so 0.8 and 0.2."""
+    from bngp.release.composition import inverse_variance_weights
+
+    assert inverse_variance_weights([1.0, 2.0]) == pytest.approx((0.8, 0.2), abs=1e-15)
+    assert inverse_variance_weights([0.3]) == (1.0,)
+    for bad in ([], [0.0], [float("inf")], [-1.0]):
+        with pytest.raises(InputError):
+            inverse_variance_weights(bad)
+
+
+def test_copy_blocks_views_each_copy_and_copy_count_counts_parts():
+    from bngp.release.composition import copy_blocks, copy_count
+
+    x = torch.arange(12.0).reshape(2, 6)
+    blocks = copy_blocks(x, 3)
+    assert blocks.shape == (2, 3, 2) and torch.equal(blocks[:, 1], x[:, 2:4])
+    with pytest.raises(InputError):
+        copy_blocks(x, 4)
+    genotypes = torch.randint(0, 2, (5, 3)).float()
+    statistic = SummaryStatistics(genotypes)
+    assert copy_count(statistic) == 1 and copy_count(ComposedMechanism([statistic] * 3)) == 3

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from bngp.device import CHUNK_ELEMENTS
-from bngp.release.mechanism import perturb, pool_copies
+from bngp.release.composition import pool_copies
+from bngp.release.mechanism import perturb
 
 from bngp.errors import InputError
 from bngp.attacks.network import Attacker, AttackerSpec, attacker_widths, ridge_inversion
