@@ -8,6 +8,7 @@ code).  Errors caused by bad input become one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import textwrap
 import functools
 import importlib
 import os
@@ -49,6 +50,10 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         ):
             return text
         return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        """Wrap at spaces only: a name such as ``matched-gaussian:run=RUN_DIR`` stays whole."""
+        return textwrap.wrap(self._whitespace_matcher.sub(" ", text).strip(), width, break_on_hyphens=False)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

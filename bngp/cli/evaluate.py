@@ -25,7 +25,7 @@ from bngp.outputs import add_force_arg, claim_outputs
 from bngp.workers import resolve_workers
 from bngp.defenses.base import Defense
 from bngp.defenses.budget import BudgetSetting, UtilityBudget
-from bngp.defenses.registry import DefenseContext, parse_defense_spec
+from bngp.defenses.registry import DefenseContext, defense_help, parse_defense_spec
 from bngp.defenses.trained import TrainedDefense
 
 
@@ -38,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_device_arg(parser, "the Bayesian attacker's network")
     add_population_args(parser)
     parser.add_argument("--defense", required=True, metavar="SPEC",
-                        help="none | run:RUN_DIR | laplace:epsilon=E | gaussian:epsilon=E,delta=D | linf:epsilon=E | rr:epsilon=E ...")
+                        help=defense_help())
     parser.add_argument("--attacks", required=True, metavar="NAMES", help="comma-separated attack names, or all")
     parser.add_argument("--releases", type=int, default=50, help="independent evaluation releases (AUC std over these)")
     parser.add_argument("--seed", type=int, default=0, help="evaluation seed (releases, attack set-up)")
