@@ -41,8 +41,7 @@ import numpy as np
 import torch
 
 from bngp.attacks.base import Attack, attack_knowledge
-from bngp.attacks.bayesian import BayesianAttack
-from bngp.attacks.registry import applicable_attacks, get_attack
+from bngp.attacks.registry import applicable_attacks, attack_class, get_attack
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
@@ -346,11 +345,12 @@ class Experiment:
 
     # -- attacks ----------------------------------------------------------------------------
     def attack(self, name: str) -> Attack:
-        """A fresh instance of attack ``name``; the Bayesian attacker trains for all the steps of
-        this budget (no early stopping: the paper's fixed budget, as the stored evaluations were made)."""
-        if name != "bayesian":
+        """A fresh instance of attack ``name``; an attack that trains a network by config (the Bayesian
+        attacker, ``Attack.trained_by_config``) trains for all the steps of this budget (no early stopping:
+        the paper's fixed budget, as the stored evaluations were made)."""
+        if not attack_class(name).trained_by_config:
             return get_attack(name)
-        return BayesianAttack(AttackerTrainingConfig(steps=self.budget.attacker_eval_steps, patience=None))
+        return get_attack(name, config=AttackerTrainingConfig(steps=self.budget.attacker_eval_steps, patience=None))
 
     def applicable_attacks(self, defense: Defense) -> list[str]:
         """Every registered attack whose knowledge an evaluation against ``defense`` can provide."""
