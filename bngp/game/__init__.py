@@ -4,11 +4,14 @@
   directory's file names.
 * :mod:`~bngp.game.objectives`: leakage, utility, budgets, the BGBP constraint DPH^eps.
 * :mod:`~bngp.game.best_response`: defenders' losses against a fixed differentiable attack (App. M).
-* :mod:`~bngp.game.players`: G, H, their optimisers, the mechanism, draws, releases and losses.
-* :mod:`~bngp.game.selection`: the attacker's closed-form refits and the defender selection.
-* :mod:`~bngp.game.step`: one training step and the held-out evaluation.
-* :mod:`~bngp.game.checks`: the fresh-attacker check, the data-independent release, the check against the start.
-* :mod:`~bngp.game.trainer`: :class:`Game`, the training loop with its run directory, checkpoints and records.
+* :mod:`~bngp.game.players`: ``Players``, G, H, their optimisers, the mechanism, draws, releases, losses and
+  the run's training state.
+* :mod:`~bngp.game.selection`: ``Refits``, the attacker's closed-form refits and the defender selection.
+* :mod:`~bngp.game.step`: ``TrainingStep``, one training step and the held-out evaluation.
+* :mod:`~bngp.game.checks`: ``PostTrainingChecks``, the restored selected state, the fresh-attacker check,
+  the data-independent release, the check against the start.
+* :mod:`~bngp.game.trainer`: :class:`Game`, which builds these roles in this order (each holds the players
+  and the earlier roles it calls), and the training loop with its run directory, checkpoints and records.
 * :mod:`~bngp.game.early_stop`: ``SelectionSettings.patience`` and :func:`replay_patience` of a full run.
 * :mod:`~bngp.game.summary`: :class:`TrainingSummary`, the frozen record of a run (``summary.json``).
 * :mod:`~bngp.game.resumable`: :func:`train_once`, a training reused when finished and resumed when interrupted.

@@ -1,5 +1,8 @@
-"""The checks of a trained defender: the fresh attacker, the data-independent release, the start.
+"""The delivery of a trained defender and its checks: the selected state, the fresh attacker, the
+data-independent release, the start.
 
+* :meth:`PostTrainingChecks.restore_best`: the final defender is scored by one more refit and the best
+  state scored by a refitted attacker (:mod:`bngp.game.selection`) is restored and evaluated.
 * :meth:`PostTrainingChecks.fresh_attacker_check`: the linear and whitened attackers fitted to convergence
   (:func:`bngp.linear.fit_converged_jointly`) and a new network attacker trained against the frozen
   defender (:func:`bngp.attacks.training.train_attacker`); the strongest AUC is the defender's privacy,
@@ -34,14 +37,39 @@ from bngp.linear import (
 )
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds
 
+from .players import Players
+from .selection import Refits
 from .start import linear_attack_score
 from .step import TrainingStep
 
 __all__ = ["PostTrainingChecks"]
 
 
-class PostTrainingChecks(TrainingStep):
-    """The players with the checks of the trained defender (module docstring)."""
+class PostTrainingChecks:
+    """The delivery of the trained defender and its checks (module docstring), on the :class:`Players` it
+    holds, refitting the attacker with the :class:`Refits` and evaluating it with the :class:`TrainingStep`
+    it is given."""
+
+    def __init__(self, players: Players, refits: Refits, stepper: TrainingStep) -> None:
+        #: the trained state the checks read (and restore a state into).
+        self.players = players
+        #: the refits that score the final state and fit H to a restored one.
+        self.refits = refits
+        #: the held-out evaluation of a restored state.
+        self.stepper = stepper
+
+    def restore_best(self) -> dict[str, Any] | None:
+        """Score the final defender (one more refit), restore the best scored state and evaluate
+        it on the held-out batch; None when no selection is made."""
+        players = self.players
+        if not self.refits.selects_defender:
+            return None
+        self.refits.refit_attacker()
+        score, step, state = players.best
+        if step != players.step:  # the final state is not the best: restore it and refit against it
+            players.defender.load_state_dict(state)
+            self.refits.refit_attacker(score_defender=False)
+        return {"step": step, "score": score, **self.stepper.evaluate_heldout()}
 
     def fresh_attacker_check(self, steps: int, seed: SeedLike, progress: bool = False) -> dict:
         """Fit the linear and whitened attackers to convergence against the frozen defender, then
@@ -50,12 +78,13 @@ class PostTrainingChecks(TrainingStep):
         by ``config.fresh_check.patience`` (its training curve records where); held-out AUC and
         cross-entropy over 512 fresh draws.  Every draw derives from ``seed`` (an int, None or a
         Generator, :func:`bngp.rng.resolve_seed`)."""
+        players = self.players
         seed = resolve_seed(seed)
-        init = "paper" if self.config.attacker.init == "paper" else "shadow-ridge"
-        config = AttackerTrainingConfig(steps=steps, batch_size=self.config.batch_size, init=init,
-                                        patience=self.config.fresh_check.patience)
+        init = "paper" if players.config.attacker.init == "paper" else "shadow-ridge"
+        config = AttackerTrainingConfig(steps=steps, batch_size=players.config.batch_size, init=init,
+                                        patience=players.config.fresh_check.patience)
         test_seed, linear_seed = spawn_seeds(seed, 2)
-        x, b = self.release_sampler(test_seed)(512)
+        x, b = players.release_sampler(test_seed)(512)
         if self._releases_data_independent(x):
             return self._data_independent_check(steps, config.patience)
         labels = b.cpu().numpy()
@@ -67,16 +96,16 @@ class PostTrainingChecks(TrainingStep):
             check[f"{name}_auc"] = float(release_aucs(scores, labels).mean())
             check[f"{name}_learning_curve"] = curve.to_dict()
         attacker = train_attacker(
-            self.release_sampler(seed),
-            AttackerSpec(self.mechanism.n_outputs, self.population.n_individuals, init=init),
+            players.release_sampler(seed),
+            AttackerSpec(players.mechanism.n_outputs, players.population.n_individuals, init=init),
             config,
             seed=seed,
-            population=self.population.genotypes,
-            n_members=self.n_members,
-            theta=self.theta,
+            population=players.population.genotypes,
+            n_members=players.n_members,
+            theta=players.theta,
             progress=progress,
             description="fresh-attacker check",
-            device=self.device,
+            device=players.device,
             warm_fit=fits["linear"] if init == "shadow-ridge" else None,
         )
         with torch.no_grad():
@@ -87,18 +116,18 @@ class PostTrainingChecks(TrainingStep):
             "patience": config.patience,
             "auc": float(release_aucs(logits.cpu().numpy(), labels).mean()),
             "bgp_risk": float(F.binary_cross_entropy_with_logits(logits, b)),
-            "prior_entropy": self.prior_entropy,
+            "prior_entropy": players.prior_entropy,
             "warm_start": attacker.warm_start,
             "training_curve": attacker.training_curve,
         })
         check["strongest_auc"] = max(check["auc"], check["linear_auc"], check["whitened_auc"])
-        if self.dp_bounds is not None:
+        if players.dp_bounds is not None:
             check["dp_bound_violation_rate"] = self._dp_bound_violation_rate(probabilities)
         return check
 
     def _dp_bound_violation_rate(self, probabilities: torch.Tensor) -> float:
         """The share of an attacker's probabilities (R, K) outside the DPH^eps bounds."""
-        lower, upper = self.dp_bounds
+        lower, upper = self.players.dp_bounds
         return float(((probabilities < lower - 1e-6) | (probabilities > upper + 1e-6)).float().mean())
 
     def _releases_data_independent(self, x: torch.Tensor) -> bool:
@@ -107,26 +136,28 @@ class PostTrainingChecks(TrainingStep):
         (no fixed composed copies), the check's releases ``x`` are identical bit for bit, and the prior
         is the same for every individual (with individual priors, ranking by the prior alone beats
         0.5 on any release)."""
-        theta = np.asarray(self.theta)
-        return (not self.config.defender.fixed_gaussian_sigmas and self.defender.is_data_independent()
+        players = self.players
+        theta = np.asarray(players.theta)
+        return (not players.config.defender.fixed_gaussian_sigmas and players.defender.is_data_independent()
                 and bool((x == x[0]).all()) and float(theta.max() - theta.min()) == 0.0)
 
     def _data_independent_check(self, steps: int, patience: int | None) -> dict:
         """The fresh-attacker check of a data-independent release, without fitting: the release is
         independent of b, so every attacker's posterior is the (exchangeable) prior and every
         individual ties: AUC 0.5, cross-entropy the prior entropy (no attacker is trained)."""
+        players = self.players
         return {
             "data_independent": True,
             "statement": "the defender releases f(theta) whatever the data (shrinkage 1, zero output, no noise; "
                          "the check's 512 releases identical) under an exchangeable prior: every attacker's "
                          "posterior is the prior, so no attacker was fitted",
             "linear_auc": 0.5, "whitened_auc": 0.5, "steps": steps, "patience": patience, "auc": 0.5,
-            "bgp_risk": self.prior_entropy, "prior_entropy": self.prior_entropy, "warm_start": None,
+            "bgp_risk": players.prior_entropy, "prior_entropy": players.prior_entropy, "warm_start": None,
             "training_curve": None, "strongest_auc": 0.5,
             # an attacker at the prior (0 for the bounds of objectives.dp_bounds, which contain theta)
             **({"dp_bound_violation_rate": self._dp_bound_violation_rate(
-                torch.as_tensor(np.asarray(self.theta), dtype=self.dp_bounds[0].dtype, device=self.dp_bounds[0].device)
-            )} if self.dp_bounds is not None else {}),
+                torch.as_tensor(np.asarray(players.theta), dtype=players.dp_bounds[0].dtype, device=players.dp_bounds[0].device)
+            )} if players.dp_bounds is not None else {}),
         }
 
     def _converged_linear_fits(self, seed: int) -> dict[str, tuple[LinearFit, LearningCurve]]:
@@ -134,11 +165,12 @@ class PostTrainingChecks(TrainingStep):
         frozen defender (simulated once from ``seed``), both from the whitened fit's decomposition
         (:func:`bngp.linear.fit_ridge_and_whitened`); the releases are freed on return: the network
         attacker trained next does not hold them (up to 20,000 x 5,000 at paper scale)."""
-        sampler = self.release_sampler(seed)
-        start = default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
-        maximum = max_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+        players = self.players
+        sampler = players.release_sampler(seed)
+        start = default_shadow_releases(players.population.n_individuals, players.mechanism.n_outputs)
+        maximum = max_shadow_releases(players.population.n_individuals, players.mechanism.n_outputs)
         validation = sampler(DEFAULT_VALIDATION_RELEASES)
-        linear, whitened = fit_converged_jointly(partial(fit_ridge_and_whitened, prior_mean=self.theta), sampler,
+        linear, whitened = fit_converged_jointly(partial(fit_ridge_and_whitened, prior_mean=players.theta), sampler,
                                                  start=start, maximum=maximum, validation=validation)
         return {"linear": linear, "whitened": whitened}
 
@@ -149,38 +181,40 @@ class PostTrainingChecks(TrainingStep):
         outcome is recorded in ``start_record`` (``TrainingSummary.start``: ``kept``, ``reason``, the scores, how
         far the kept state had moved from the start, and, written before the selection, how far the final state
         of the training had).  Returns the selection."""
-        record = dict(self.start_record or {})
-        n_members = int(round(self.n_members))
+        players = self.players
+        record = dict(players.start_record or {})
+        n_members = int(round(players.n_members))
         trained_step = None if selection is None else selection["step"]
         record["trained_step"] = trained_step
-        record["kept_state_moved"] = self._moved_from_start()
+        record["kept_state_moved"] = self.moved_from_start()
         if trained_step in (None, 0):
             record.update(kept="start", reason="the game kept its first state, the start")
-            self.start_record = record
+            players.start_record = record
             return selection
-        self.defender.eval()
-        seed = self.seeds["start-check"]
-        start_score = linear_attack_score(self.start, self.population, n_members, seed)
-        trained_score = linear_attack_score(self.delivered_defense(), self.population, n_members, seed)
+        players.defender.eval()
+        seed = players.seeds["start-check"]
+        start_score = linear_attack_score(players.start, players.population, n_members, seed)
+        trained_score = linear_attack_score(players.delivered_defense(), players.population, n_members, seed)
         record["start_check"] = {"seed": seed, "start": start_score.to_dict(), "trained": trained_score.to_dict()}
         if trained_score.auc < start_score.auc:
             record.update(kept="trained", reason=f"converged linear attack AUC {trained_score.auc:.4f} < start's {start_score.auc:.4f}")
-            self.start_record = record
+            players.start_record = record
             return selection
         record.update(kept="start", reason=f"converged linear attack AUC {trained_score.auc:.4f} >= start's {start_score.auc:.4f}")
-        self.start_record = record
-        self.defender.load_state_dict(self._start_state)
-        self.refit_attacker(score_defender=False)
-        return {"step": 0, "score": None, "returned_to_start": True, **self.evaluate_heldout()}
+        players.start_record = record
+        players.defender.load_state_dict(players.start_state)
+        self.refits.refit_attacker(score_defender=False)
+        return {"step": 0, "score": None, "returned_to_start": True, **self.stepper.evaluate_heldout()}
 
     @torch.no_grad()
-    def _moved_from_start(self) -> dict[str, float]:
+    def moved_from_start(self) -> dict[str, float]:
         """How far G's current state is from its start: the mean shrinkage and noise scale at the start and now,
         mean |alpha - a| and mean |sigma - s|, and the largest |weight| of G's output layer (0 at the start)."""
-        start = self.start
-        shrink = self.defender.shrink_weight.detach().double().cpu().numpy()
-        scale = self.defender.noise_scale.detach().double().cpu().numpy()
-        output = self.defender.net[-1]
+        players = self.players
+        start = players.start
+        shrink = players.defender.shrink_weight.detach().double().cpu().numpy()
+        scale = players.defender.noise_scale.detach().double().cpu().numpy()
+        output = players.defender.net[-1]
         return {"shrink_mean": [float(start.shrink.mean()), float(shrink.mean())],
                 "scale_mean": [float(start.scale.mean()), float(scale.mean())],
                 "shrink_mean_abs_change": float(np.abs(shrink - start.shrink).mean()),

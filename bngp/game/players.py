@@ -20,7 +20,7 @@ import copy
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 import torch
@@ -51,6 +51,9 @@ from bngp.timing import PhaseTimer
 from . import objectives
 from .config import GameConfig
 from .start import BudgetSurface, start_defender
+
+if TYPE_CHECKING:
+    from .best_response import BestResponseLoss
 
 __all__ = ["Players", "SEED_STREAMS"]
 
@@ -83,6 +86,10 @@ def held_fixed(module: nn.Module) -> Iterator[None]:
 
 class Players:
     """G, H, their optimisers, the mechanism and the run's streams and state (see the module docstring).
+
+    It is the state every role of the game reads and updates: :class:`bngp.game.selection.Refits`,
+    :class:`bngp.game.step.TrainingStep` and :class:`bngp.game.checks.PostTrainingChecks` each hold it,
+    and :class:`bngp.game.trainer.Game` checkpoints it.
 
     ``device`` ("auto", "cpu", "cuda" or a ``torch.device``; default the CPU) is where the networks train;
     the draws do not depend on it.  ``start`` (a reference mechanism of :mod:`bngp.defenses.budget`, N-of-K
@@ -140,8 +147,8 @@ class Players:
         if config.objective.dp_epsilon is not None:
             self.dp_bounds = tuple(t.to(self.device) for t in objectives.dp_bounds(self.theta, config.objective.dp_epsilon))
         eval_generator = torch_generator(self.seeds["evaluation"])
-        self._eval_b = prior.sample_torch(config.eval_batch, eval_generator).to(self.device)
-        self._eval_r = self.defender.sample_r(config.eval_batch, eval_generator).to(self.device)
+        self.eval_b = prior.sample_torch(config.eval_batch, eval_generator).to(self.device)
+        self.eval_r = self.defender.sample_r(config.eval_batch, eval_generator).to(self.device)
 
     def _build_defender(self, start: ShrinkNoiseDefense | None, start_record: dict | None) -> None:
         """G, its weights drawn on the CPU from the "defender-network" stream: at the data-independent release
@@ -158,17 +165,17 @@ class Players:
             with torch.no_grad():
                 self.defender.shrink_weight.fill_(config.shrink_init)
         #: the reference mechanism G starts from (:mod:`bngp.game.start`), its description, and G's state there.
-        self.start, self.start_record, self._start_state = start, start_record, None
+        self.start, self.start_record, self.start_state = start, start_record, None
         #: under a utility budget, started from a reference: (alpha, sigma) held on the budget after each step.
-        self._budget_surface: BudgetSurface | None = None
+        self.budget_surface: BudgetSurface | None = None
         if start is not None:
             if not isinstance(self.prior, UniformSubsetPrior):
                 raise InputError("a defender starts from a reference mechanism under the N-of-K prior only "
                                  "(the references are calibrated on its draws).")
             start_defender(self.defender, start)
-            self._start_state = copy.deepcopy(self.defender.state_dict())
+            self.start_state = copy.deepcopy(self.defender.state_dict())
             if self.config.objective.kind == "utility-budget":
-                self._budget_surface = BudgetSurface.of(start, population, self.prior, self.config.objective.budget)
+                self.budget_surface = BudgetSurface.of(start, population, self.prior, self.config.objective.budget)
         self.defender.to(self.device)  # initialised on the CPU, so its weights do not depend on the device
 
     def _build_attacker(self) -> None:
@@ -263,7 +270,7 @@ class Players:
         """The mechanism f(D) that each copy of the release perturbs (the same object in every part)."""
         return self.mechanism.parts[-1] if isinstance(self.mechanism, ComposedMechanism) else self.mechanism
 
-    def _draw_individuals(self) -> torch.Tensor | None:
+    def draw_individuals(self) -> torch.Tensor | None:
         """The individuals S scored in one update (``AttackerSettings.individual_batch``): None for all
         K, else that many indices, uniform without replacement, drawn from the training stream."""
         size = self.config.attacker.individual_batch
@@ -276,16 +283,16 @@ class Players:
         """What the in-game attacker reads of releases x: x itself, or with ``AttackerSettings.pool_copies``
         [z, x_L], z = sum_b w_b x_b the inverse-variance mean of the m fixed Gaussian copies (weights
         w_b = s_b^-2 / sum_c s_c^-2; :func:`bngp.release.composition.pool_copies`) and x_L the learned
-        block (linear in x, so differentiable).  :meth:`_attacker_release` forms it without the
+        block (linear in x, so differentiable).  :meth:`attacker_release` forms it without the
         whole release, bit for bit."""
         if self.pool_weights is None:
             return x
         fixed = len(self.pool_weights) * self.population.n_attributes
         return torch.cat([pool_copies(x[:, :fixed], self.pool_weights), x[:, fixed:]], dim=1)
 
-    def _attack(self, x: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
+    def attack(self, x: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
         """The in-game attacker's logits on its input x (:meth:`attacker_input`, as
-        :meth:`_attacker_release` forms it): (R, K), or (R, |S|) for the individuals S."""
+        :meth:`attacker_release` forms it): (R, K), or (R, |S|) for the individuals S."""
         return self.attacker(x) if individuals is None else self.attacker(x, individuals)
 
     def mechanism_genotypes(self) -> np.ndarray:
@@ -293,7 +300,8 @@ class Players:
         stat = self.mechanism.statistic(torch.eye(self.population.n_individuals, device=self.device))
         return stat.cpu().numpy()
 
-    def _build_opponent(self):
+    def _build_opponent(self) -> BestResponseLoss:
+        """The fixed opponent of App. M named by ``ObjectiveSettings.against``, fitted on the "opponent" stream."""
         from .best_response import best_response_loss
 
         n_members = int(round(self.n_members)) if self.prior.describe()["kind"] == "uniform-subset" else None
@@ -305,22 +313,24 @@ class Players:
             return None
         return objectives.implied_dp_epsilon(self.config.objective.dp_epsilon, self.theta)
 
-    def _dp_violation(self, probabilities: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
+    def dp_violation(self, probabilities: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
+        """How far an attacker's probabilities (R, K), or (R, |S|) for the individuals S, lie outside the
+        DPH^eps bounds of the BGBP constraint (section 4.3, :func:`bngp.game.objectives.dp_violation`)."""
         bounds = self.dp_bounds if individuals is None else tuple(bound[individuals] for bound in self.dp_bounds)
         return objectives.dp_violation(probabilities, bounds)
 
-    def _draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def draw(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """n memberships b ~ sigma and defender randomness r, drawn on the CPU, on the run's device."""
         b = self.prior.sample_torch(n, self.generator)
         r = self.defender.sample_r(n, self.generator)
         return b.to(self.device), r.to(self.device)
 
-    def _opponent_loss(self, b: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    def opponent_loss(self, b: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """The fixed opponent's relaxed TPR (App. M), computed on the CPU where its fitted attack
         lives (differentiable through the move), on the run's device."""
         return self.opponent(b.cpu(), x.cpu()).to(self.device)
 
-    def _release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None,
+    def release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None,
                  out: torch.Tensor | None = None, *, pooled: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Releases x of memberships b (fixed Gaussian blocks, if any, then G's) and f(D), the one
         statistic every copy perturbs (B, |Q|): :func:`bngp.defenses.network.composed_release`
@@ -331,17 +341,17 @@ class Players:
         return composed_release(self.defender, self.config.defender.fixed_gaussian_sigmas, statistic, b, r,
                                 generator or self.generator, out, pool=self.pool_weights if pooled else None), statistic
 
-    def _attacker_release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None,
+    def attacker_release(self, b: torch.Tensor, r: torch.Tensor, generator: torch.Generator | None = None,
                           out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """What the in-game attacker reads of the releases of :meth:`_release` (the same draws) and f(D)."""
-        return self._release(b, r, generator, out, pooled=True)
+        """What the in-game attacker reads of the releases of :meth:`release` (the same draws) and f(D)."""
+        return self.release(b, r, generator, out, pooled=True)
 
-    def _utility(self, x: torch.Tensor, statistic: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def utility(self, x: torch.Tensor, statistic: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(kappa-weighted, plain) utility losses over the learned mechanism's outputs x_L, the last
         |Q| columns of a release or of what the attacker reads of it, of f(D) = ``statistic``."""
         return objectives.utility_losses(x[:, x.shape[1] - statistic.shape[1] :], statistic, self.kappa)
 
-    def _leakage(self, logits: torch.Tensor, b: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
+    def leakage(self, logits: torch.Tensor, b: torch.Tensor, individuals: torch.Tensor | None = None) -> torch.Tensor:
         """Leakage of logits (R, K) of memberships b, or of the columns S = ``individuals`` (logits
         (R, |S|), b (R, K)) measured against their own mean prior entropy."""
         entropy = self.prior_entropy
@@ -350,7 +360,7 @@ class Players:
             entropy = float(self.entropies[individuals.cpu()].mean())
         return objectives.leakage(logits, b, entropy, recalibrate=self.config.objective.recalibrate, mode=self.config.objective.leakage)
 
-    def release_sampler(self, seed: SeedLike):
+    def release_sampler(self, seed: SeedLike) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
         """A sampler of (releases, memberships) from the frozen defender (eval mode), drawn on the
         CPU from ``seed`` (an int, None or a Generator, :func:`bngp.rng.resolve_seed`) and returned
         on the run's device."""
@@ -359,10 +369,11 @@ class Players:
 
         @torch.no_grad()
         def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+            """n releases of the frozen defender and their memberships."""
             defender.eval()
             b = self.prior.sample_torch(n, generator).to(self.device)
             r = self.defender.sample_r(n, generator).to(self.device)
-            return self._release(b, r, generator)[0], b
+            return self.release(b, r, generator)[0], b
 
         return sample
 

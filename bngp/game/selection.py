@@ -8,13 +8,13 @@ inversion when that validates better; for H(x, d_k) its per-SNV weights and thei
 refitted attacker by the defender's own objective (:func:`bngp.game.objectives.selection_score`, section
 3.3) on ``REFIT_VALIDATION_DRAWS`` held-out draws; the best state is delivered
 (``SelectionSettings.enabled``), and ``SelectionSettings.patience`` stops training once it has not been
-bettered (:func:`bngp.game.early_stop.patience_stalled`).
+bettered (:func:`bngp.game.early_stop.patience_stalled`).  The kept state is restored after training by
+:meth:`bngp.game.checks.PostTrainingChecks.restore_best`.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import torch
 
@@ -33,8 +33,13 @@ __all__ = ["Refits"]
 _REFIT_BLOCK = 2000
 
 
-class Refits(Players):
-    """The players with the attacker's closed-form refits and the defender selection (module docstring)."""
+class Refits:
+    """The attacker's closed-form refits and the defender selection, on the :class:`Players` it holds
+    (module docstring); they read and update its state (H, its optimiser, ``best``, ``selections``)."""
+
+    def __init__(self, players: Players) -> None:
+        #: the state the refits act on.
+        self.players = players
 
     @torch.no_grad()
     def refit_attacker(self, score_defender: bool = True) -> None:
@@ -43,31 +48,32 @@ class Refits(Players):
         for the per-individual attacker, its linear part; with ``score_defender``, also score the
         current defender against it (``SelectionSettings.enabled``).  The plain paper network
         (init "paper") has no head and is not refitted."""
-        per_individual = isinstance(self.attacker, PopulationBoundAttacker)
-        if not per_individual and self.attacker.head is None:
+        players = self.players
+        per_individual = isinstance(players.attacker, PopulationBoundAttacker)
+        if not per_individual and players.attacker.head is None:
             return
         # as many shadow releases as for the whole release (the pooled input's map is the whole map
         # restricted to the fixed copies' sufficient statistic: no weaker on the same releases)
-        n = self.config.attacker.refit_releases or (
+        n = players.config.attacker.refit_releases or (
             REFIT_RELEASES if per_individual
-            else default_shadow_releases(self.population.n_individuals, self.mechanism.n_outputs)
+            else default_shadow_releases(players.population.n_individuals, players.mechanism.n_outputs)
         )
-        with self.timer("refit: releases"):
+        with players.timer("refit: releases"):
             x, b, (validation_x, validation_statistic, validation_b) = self._refit_releases(n)
-        with self.timer("refit: fit"):
+        with players.timer("refit: fit"):
             if per_individual:
                 # No K-output head here: the ridge map from x to the K memberships, its separate
                 # recalibration (calibrate_head) and the population-inversion head
                 # (prefer_population_inversion) do not apply to H(x, d_k).  Its closed-form part,
                 # per-SNV weights and their logistic calibration (which is the recalibration), is
                 # fitted instead; like the head's refit, it zeroes the output MLP's last layer.
-                self.attacker.refit(x, b)
+                players.attacker.refit(x, b)
             else:
                 self._refit_population_attacker(x, b, validation_x, validation_b)
-        for parameter in self.attacker.refit_parameters():
-            self.opt_a.state.pop(parameter, None)
+        for parameter in players.attacker.refit_parameters():
+            players.opt_a.state.pop(parameter, None)
         if score_defender and self.selects_defender:
-            with self.timer("selection"):
+            with players.timer("selection"):
                 self._consider_defender(validation_x, validation_statistic, validation_b)
 
     @torch.no_grad()
@@ -75,39 +81,43 @@ class Refits(Players):
         """A refit's draws from the current defender (eval mode): n releases as the in-game attacker
         reads them and their memberships, then (releases, f(D), memberships) of
         ``REFIT_VALIDATION_DRAWS`` validation draws."""
-        b, r = self._draw(n)
-        validation_b, validation_r = self._draw(REFIT_VALIDATION_DRAWS)
-        self.defender.eval()
+        players = self.players
+        b, r = players.draw(n)
+        validation_b, validation_r = players.draw(REFIT_VALIDATION_DRAWS)
+        players.defender.eval()
         x = self._attacker_releases(b, r)
-        validation_x, validation_statistic = self._attacker_release(validation_b, validation_r)
-        self.defender.train()
+        validation_x, validation_statistic = players.attacker_release(validation_b, validation_r)
+        players.defender.train()
         return x, b, (validation_x, validation_statistic, validation_b)
 
     def _attacker_releases(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """The releases of (b, r) as the in-game attacker reads them (:meth:`_attacker_release`), drawn
+        """The releases of (b, r) as the in-game attacker reads them (:meth:`Players.attacker_release`), drawn
         by blocks of ``_REFIT_BLOCK`` rows, each written in place into one tensor.  With pooled copies
         only the pooled releases are formed (a whole composed refit set is 5,368 x 25,000 at paper
         scale)."""
-        x = torch.empty((b.shape[0], self.attacker_spec.n_outputs), device=self.device)  # H's input width
+        players = self.players
+        x = torch.empty((b.shape[0], players.attacker_spec.n_outputs), device=players.device)  # H's input width
         for start in range(0, b.shape[0], _REFIT_BLOCK):
             stop = min(start + _REFIT_BLOCK, b.shape[0])
-            self._attacker_release(b[start:stop], r[start:stop], out=x[start:stop])
+            players.attacker_release(b[start:stop], r[start:stop], out=x[start:stop])
         return x
 
     def _refit_population_attacker(
         self, x: torch.Tensor, b: torch.Tensor, validation_x: torch.Tensor, validation_b: torch.Tensor
     ) -> None:
         """The K-output attacker's head on its input x: the ridge map, recalibrated, or the population inversion."""
-        self.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=self.theta), self.theta)
-        self.attacker.calibrate_head(validation_x, validation_b)
+        players = self.players
+        players.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=players.theta), players.theta)
+        players.attacker.calibrate_head(validation_x, validation_b)
         prefer_population_inversion(
-            self.attacker, self.population.genotypes, self.n_members, self.theta, x, b, validation_x, validation_b
+            players.attacker, players.population.genotypes, players.n_members, players.theta, x, b, validation_x, validation_b
         )
 
     @property
     def selects_defender(self) -> bool:
         """Whether the best defender state is kept (see ``SelectionSettings.enabled``)."""
-        return self.config.selection.enabled and bool(self.config.attacker.refit_every) and self.opponent is None
+        config = self.players.config
+        return config.selection.enabled and bool(config.attacker.refit_every) and self.players.opponent is None
 
     @torch.no_grad()
     def _consider_defender(self, x: torch.Tensor, statistic: torch.Tensor, b: torch.Tensor) -> None:
@@ -116,38 +126,28 @@ class Refits(Players):
 
         Under a budget objective only states that meet the budget on these draws compete (by
         the objective they minimise); while none has, the one that misses it by least is kept."""
-        self.attacker.eval()
-        logits = self._attack(x)
-        self.attacker.train()
-        weighted, plain = self._utility(x, statistic)
-        leakage = self._leakage(logits, b)
-        score = objectives.selection_score(self.config.objective, float(leakage), float(weighted), float(plain))
-        if self.dp_bounds is not None:
-            score = score + self.config.objective.dp_penalty * float(self._dp_violation(torch.sigmoid(logits)))
-        self.selections.append({"step": self.step, "score": float(score), "privacy_loss": float(leakage),
-                                "utility_loss": float(plain)})
-        if self.best is None or float(score) < self.best[0]:
-            self.best = (float(score), self.step, copy.deepcopy(self.defender.state_dict()))
+        players = self.players
+        players.attacker.eval()
+        logits = players.attack(x)
+        players.attacker.train()
+        weighted, plain = players.utility(x, statistic)
+        leakage = players.leakage(logits, b)
+        score = objectives.selection_score(players.config.objective, float(leakage), float(weighted), float(plain))
+        if players.dp_bounds is not None:
+            score = score + players.config.objective.dp_penalty * float(players.dp_violation(torch.sigmoid(logits)))
+        players.selections.append({"step": players.step, "score": float(score), "privacy_loss": float(leakage),
+                                   "utility_loss": float(plain)})
+        if players.best is None or float(score) < players.best[0]:
+            players.best = (float(score), players.step, copy.deepcopy(players.defender.state_dict()))
 
-    def _selection_stalled(self) -> bool:
+    def selection_stalled(self) -> bool:
         """Whether ``config.selection.patience`` stops training before this step: at a refit step
         s_best + P * ``AttackerSettings.refit_every``, s_best the kept state's step (the refit it would make
-        now is the run's final scoring instead, :meth:`_restore_best`)."""
-        patience, every = self.config.selection.patience, self.config.attacker.refit_every
-        if self.stopped_at is not None:  # a resumed run that had stopped
+        now is the run's final scoring instead, :meth:`bngp.game.checks.PostTrainingChecks.restore_best`)."""
+        players = self.players
+        patience, every = players.config.selection.patience, players.config.attacker.refit_every
+        if players.stopped_at is not None:  # a resumed run that had stopped
             return True
-        if patience is None or not self.selects_defender or self.best is None:
+        if patience is None or not self.selects_defender or players.best is None:
             return False
-        return patience_stalled(self.step, self.best[1], patience, every)
-
-    def _restore_best(self) -> dict[str, Any] | None:
-        """Score the final defender (one more refit), restore the best scored state and evaluate
-        it on the held-out batch; None when no selection is made."""
-        if not self.selects_defender:
-            return None
-        self.refit_attacker()
-        score, step, state = self.best
-        if step != self.step:  # the final state is not the best: restore it and refit against it
-            self.defender.load_state_dict(state)
-            self.refit_attacker(score_defender=False)
-        return {"step": step, "score": score, **self.evaluate_heldout()}
+        return patience_stalled(players.step, players.best[1], patience, every)

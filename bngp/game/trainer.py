@@ -18,67 +18,177 @@ import json
 import shutil
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from bngp.attacks.per_individual_network import PopulationBoundAttacker
-from bngp.data.priors import UniformSubsetPrior
+from bngp.data.population import Population
+from bngp.data.priors import MembershipPrior, UniformSubsetPrior
 from bngp.defenses.artifact import DEFENDER_FILE, population_fingerprint, save_defender
 from bngp.defenses.budget import BudgetSetting
-from bngp.device import to_cpu
+from bngp.defenses.shrinkage import ShrinkNoiseDefense
+from bngp.defenses.trained import TrainedDefense
+from bngp.device import DeviceName, to_cpu
 from bngp.errors import InputError, TrainingError
 from bngp.io_utils import atomic_write, load_torch_payload, write_json
+from bngp.rng import SeedLike
 from bngp.run_dir import commit_run, open_run
 
 from .checks import PostTrainingChecks
-from .config import BUDGET_TOLERANCE, CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, flat_record
-from .players import History
+from .config import BUDGET_TOLERANCE, CHECKPOINT_FILE, CONFIG_FILE, SUMMARY_FILE, GameConfig, flat_record
+from .players import History, Players
+from .selection import Refits
+from .step import TrainingStep
 from .summary import BgbpRecord, BudgetRecord, CollapseReport, Exploitability, TrainingSummary
 
 __all__ = ["Game"]
 
 
-class Game(PostTrainingChecks):
+def _shared(name: str) -> property:
+    """A property of :class:`Game` that reads and writes the attribute ``name`` of its :class:`Players`."""
+
+    def get(game: Game) -> Any:
+        return getattr(game.players, name)
+
+    def put(game: Game, value: Any) -> None:
+        setattr(game.players, name, value)
+
+    return property(get, put, doc=f"The players' ``{name}`` (:class:`bngp.game.players.Players`).")
+
+
+class Game:
     """Defender vs attacker training on one population and membership prior.
 
-    The players, their steps, refits, selection and checks are those of :class:`bngp.game.players.Players`
-    and the roles built on it; this class adds the training loop, its checkpoints and its records.  With a
-    ``start`` under the utility-budget objective the run delivers a trained state only where
-    :meth:`check_against_start` finds it more private than the start.
+    The game is composed of roles built in order, each holding what it acts on and calling only roles
+    built before it: ``players`` (:class:`bngp.game.players.Players`: G, H, their optimisers, the mechanism,
+    draws, releases, losses and the run's state), ``refits`` (:class:`bngp.game.selection.Refits`: the
+    attacker's closed-form refits and the defender selection), ``stepper``
+    (:class:`bngp.game.step.TrainingStep`: one step and the held-out evaluation) and ``checks``
+    (:class:`bngp.game.checks.PostTrainingChecks`: the delivery of the selected state and its checks).  This
+    class adds the training loop, its checkpoints and its records, and exposes the roles' public methods and
+    the players' state under their own names.  With a ``start`` under the utility-budget objective the run
+    delivers a trained state only where :meth:`check_against_start` finds it more private than the start.
+    The arguments are those of :class:`bngp.game.players.Players`.
 
     Example:
         >>> game = Game(population, prior, GameConfig(objective=ObjectiveSettings(kappa=1.5), steps=500))  # doctest: +SKIP
         >>> summary = game.train(run_dir)                                                                 # doctest: +SKIP
     """
 
+    def __init__(
+        self, population: Population, prior: MembershipPrior, config: GameConfig, device: DeviceName | torch.device = "cpu",
+        start: ShrinkNoiseDefense | None = None, start_record: dict | None = None,
+    ) -> None:
+        #: G, H, their optimisers, the mechanism, the run's streams and its training state.
+        self.players = Players(population, prior, config, device, start, start_record)
+        #: the attacker's closed-form refits and the defender selection.
+        self.refits = Refits(self.players)
+        #: one training step and the held-out evaluation.
+        self.stepper = TrainingStep(self.players, self.refits)
+        #: the delivery of the selected state and the checks of the trained defender.
+        self.checks = PostTrainingChecks(self.players, self.refits, self.stepper)
+
+    # -- the players' state, read and written in ``players`` ----------------------------------
+    config = _shared("config")
+    population = _shared("population")
+    prior = _shared("prior")
+    device = _shared("device")
+    mechanism = _shared("mechanism")
+    kappa = _shared("kappa")
+    theta = _shared("theta")
+    prior_entropy = _shared("prior_entropy")
+    n_members = _shared("n_members")
+    seeds = _shared("seeds")
+    generator = _shared("generator")
+    defender = _shared("defender")
+    attacker = _shared("attacker")
+    attacker_spec = _shared("attacker_spec")
+    opt_d = _shared("opt_d")
+    opt_a = _shared("opt_a")
+    sched_d = _shared("sched_d")
+    sched_a = _shared("sched_a")
+    timer = _shared("timer")
+    opponent = _shared("opponent")
+    dp_bounds = _shared("dp_bounds")
+    start = _shared("start")
+    start_record = _shared("start_record")
+    step = _shared("step")
+    multiplier = _shared("multiplier")
+    best = _shared("best")
+    selections = _shared("selections")
+    stopped_at = _shared("stopped_at")
+    history = _shared("history")
+
+    # -- the roles' public methods ------------------------------------------------------------
+    def training_step(self) -> dict[str, float]:
+        """One training step (:meth:`bngp.game.step.TrainingStep.training_step`); returns the losses."""
+        return self.stepper.training_step()
+
+    def evaluate_heldout(self) -> dict[str, float]:
+        """The current attacker on the fixed held-out batch (:meth:`bngp.game.step.TrainingStep.evaluate_heldout`)."""
+        return self.stepper.evaluate_heldout()
+
+    def refit_attacker(self, score_defender: bool = True) -> None:
+        """Refit the in-game attacker in closed form (:meth:`bngp.game.selection.Refits.refit_attacker`)."""
+        self.refits.refit_attacker(score_defender)
+
+    def fresh_attacker_check(self, steps: int, seed: SeedLike, progress: bool = False) -> dict:
+        """The fresh attackers against the frozen defender (:meth:`bngp.game.checks.PostTrainingChecks.fresh_attacker_check`)."""
+        return self.checks.fresh_attacker_check(steps, seed, progress)
+
+    def check_against_start(self, selection: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The kept state against the start (:meth:`bngp.game.checks.PostTrainingChecks.check_against_start`)."""
+        return self.checks.check_against_start(selection)
+
+    def release_sampler(self, seed: SeedLike) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
+        """A sampler of (releases, memberships) from the frozen defender (:meth:`bngp.game.players.Players.release_sampler`)."""
+        return self.players.release_sampler(seed)
+
+    def delivered_defense(self) -> TrainedDefense:
+        """The defender in its current state (:meth:`bngp.game.players.Players.delivered_defense`)."""
+        return self.players.delivered_defense()
+
+    def attacker_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the in-game attacker reads of releases x (:meth:`bngp.game.players.Players.attacker_input`)."""
+        return self.players.attacker_input(x)
+
+    def mechanism_genotypes(self) -> np.ndarray:
+        """The matrix whose frequencies the mechanism releases (:meth:`bngp.game.players.Players.mechanism_genotypes`)."""
+        return self.players.mechanism_genotypes()
+
+    def implied_dp_epsilon(self) -> float | None:
+        """eps_hat of Prop. 10 for the run's ``dp_epsilon`` (:meth:`bngp.game.players.Players.implied_dp_epsilon`)."""
+        return self.players.implied_dp_epsilon()
+
     # -- checkpoints ---------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """Everything needed to resume, loadable with ``weights_only=True``, as CPU tensors."""
+        players = self.players
         return to_cpu({
             "format": "bngp-checkpoint-1",
-            "step": self.step,
-            "config": self.config.to_dict(),
-            "fingerprint": population_fingerprint(self.population.genotypes),
-            "defender": self.defender.state_dict(),
-            "attacker": self.attacker.state_dict(),
-            "opt_d": self.opt_d.state_dict(),
-            "opt_a": self.opt_a.state_dict(),
-            "sched_d": self.sched_d.state_dict(),
-            "sched_a": self.sched_a.state_dict(),
-            "generator": self.generator.get_state(),
+            "step": players.step,
+            "config": players.config.to_dict(),
+            "fingerprint": population_fingerprint(players.population.genotypes),
+            "defender": players.defender.state_dict(),
+            "attacker": players.attacker.state_dict(),
+            "opt_d": players.opt_d.state_dict(),
+            "opt_a": players.opt_a.state_dict(),
+            "sched_d": players.sched_d.state_dict(),
+            "sched_a": players.sched_a.state_dict(),
+            "generator": players.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
-            "multiplier": self.multiplier,
-            "history": json.dumps(self.history.rows),
-            "selections": json.dumps(self.selections),
-            "stopped_at": -1 if self.stopped_at is None else self.stopped_at,
-            "collapse_events": self.history.collapse_events,
-            "timings": json.dumps(self.timer.to_dict()),
+            "multiplier": players.multiplier,
+            "history": json.dumps(players.history.rows),
+            "selections": json.dumps(players.selections),
+            "stopped_at": -1 if players.stopped_at is None else players.stopped_at,
+            "collapse_events": players.history.collapse_events,
+            "timings": json.dumps(players.timer.to_dict()),
             **(
-                {"best_score": self.best[0], "best_step": self.best[1], "best_defender": self.best[2]}
-                if self.best is not None
+                {"best_score": players.best[0], "best_step": players.best[1], "best_defender": players.best[2]}
+                if players.best is not None
                 else {}
             ),
         })
@@ -91,35 +201,36 @@ class Game(PostTrainingChecks):
     def load_checkpoint(self, path: str | Path) -> None:
         """Restore a checkpoint written by :meth:`save_checkpoint` (safe loading); its settings (either stored
         version, :func:`bngp.game.config.flat_record`) must be the run's but for ``steps``."""
+        players = self.players
         payload = load_torch_payload(path, "bngp-checkpoint-1", TrainingError, "bngp training checkpoint")
-        if payload["fingerprint"] != population_fingerprint(self.population.genotypes):
+        if payload["fingerprint"] != population_fingerprint(players.population.genotypes):
             raise TrainingError("the checkpoint was trained on a different population.")
         try:
             saved = flat_record(payload["config"])
         except InputError as exc:
             raise TrainingError(f"cannot resume: {exc}") from None
-        current = self.config.flat()
+        current = players.config.flat()
         changed = [k for k in saved if k != "steps" and saved[k] != current.get(k)]
         if changed:
             raise TrainingError(f"cannot resume: the checkpoint was trained with a different `{changed[0]}`.")
-        self.defender.load_state_dict(payload["defender"])
-        self.attacker.load_state_dict(payload["attacker"])
-        self.opt_d.load_state_dict(payload["opt_d"])
-        self.opt_a.load_state_dict(payload["opt_a"])
-        self.sched_d.load_state_dict(payload["sched_d"])
-        self.sched_a.load_state_dict(payload["sched_a"])
-        self.generator.set_state(payload["generator"])
+        players.defender.load_state_dict(payload["defender"])
+        players.attacker.load_state_dict(payload["attacker"])
+        players.opt_d.load_state_dict(payload["opt_d"])
+        players.opt_a.load_state_dict(payload["opt_a"])
+        players.sched_d.load_state_dict(payload["sched_d"])
+        players.sched_a.load_state_dict(payload["sched_a"])
+        players.generator.set_state(payload["generator"])
         torch.set_rng_state(payload["torch_rng"])
-        self.multiplier = float(payload["multiplier"])
-        self.step = int(payload["step"])
-        self.history = History(json.loads(payload["history"]), int(payload["collapse_events"]))
+        players.multiplier = float(payload["multiplier"])
+        players.step = int(payload["step"])
+        players.history = History(json.loads(payload["history"]), int(payload["collapse_events"]))
         if "selections" in payload:  # older checkpoints did not keep them
-            self.selections = json.loads(payload["selections"])
-            self.stopped_at = None if int(payload["stopped_at"]) < 0 else int(payload["stopped_at"])
+            players.selections = json.loads(payload["selections"])
+            players.stopped_at = None if int(payload["stopped_at"]) < 0 else int(payload["stopped_at"])
         if "timings" in payload:  # older checkpoints did not keep them
-            self.timer.restore(json.loads(payload["timings"]))
+            players.timer.restore(json.loads(payload["timings"]))
         if "best_defender" in payload:
-            self.best = (float(payload["best_score"]), int(payload["best_step"]), payload["best_defender"])
+            players.best = (float(payload["best_score"]), int(payload["best_step"]), payload["best_defender"])
 
     # -- the loop ---------------------------------------------------------------------------
     def train(self, run_dir: str | Path, *, resume: bool = False, force: bool = False, progress: bool = True) -> TrainingSummary:
@@ -137,6 +248,7 @@ class Game(PostTrainingChecks):
         """
         from torch.utils.tensorboard import SummaryWriter
 
+        players = self.players
         work = open_run(run_dir, resume=resume, force=force, checkpoint=CHECKPOINT_FILE)
         checkpoint = work / CHECKPOINT_FILE
         try:
@@ -144,32 +256,32 @@ class Game(PostTrainingChecks):
                 self.load_checkpoint(checkpoint)
             write_json(work / CONFIG_FILE, self._run_config())
             writer = SummaryWriter(log_dir=str(work / "tensorboard"))
-            bar = tqdm(total=self.config.steps, initial=self.step, desc="bngp train", disable=not progress)
+            bar = tqdm(total=players.config.steps, initial=players.step, desc="bngp train", disable=not progress)
             try:
-                while self.step < self.config.steps:
-                    if self._selection_stalled():
-                        self.stopped_at = self.step
-                        with self.timer("checkpoint"):
+                while players.step < players.config.steps:
+                    if self.refits.selection_stalled():
+                        players.stopped_at = players.step
+                        with players.timer("checkpoint"):
                             self.save_checkpoint(checkpoint)
                         break
                     losses = self.training_step()
                     for name, value in losses.items():
-                        writer.add_scalar(f"train/{name}", value, self.step)
-                    if self.step % self.config.eval_every == 0 or self.step == self.config.steps:
-                        with self.timer("held-out evaluation"):
+                        writer.add_scalar(f"train/{name}", value, players.step)
+                    if players.step % players.config.eval_every == 0 or players.step == players.config.steps:
+                        with players.timer("held-out evaluation"):
                             self._record_evaluation(writer, losses, bar)
-                    if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
-                        with self.timer("checkpoint"):
+                    if players.step % players.config.checkpoint_every == 0 or players.step == players.config.steps:
+                        with players.timer("checkpoint"):
                             self.save_checkpoint(checkpoint)
                     bar.update(1)
             finally:
                 bar.close()
-            if self.start is not None:  # where the training left G, before the selection restores a state
-                self.start_record = {**(self.start_record or {}), "final_state_moved": self._moved_from_start(),
-                                     "final_step": self.step}
-            selection = self._restore_best()
-            if self.start is not None:
-                with self.timer("start check"):
+            if players.start is not None:  # where the training left G, before the selection restores a state
+                players.start_record = {**(players.start_record or {}), "final_state_moved": self.checks.moved_from_start(),
+                                        "final_step": players.step}
+            selection = self.checks.restore_best()
+            if players.start is not None:
+                with players.timer("start check"):
                     selection = self.check_against_start(selection)
             try:
                 summary = self._finish(work, writer, progress, selection)
@@ -179,8 +291,8 @@ class Game(PostTrainingChecks):
             if not checkpoint.is_file():  # nothing to resume from: leave nothing behind
                 shutil.rmtree(work, ignore_errors=True)
             raise
-        commit_run(work, run_dir, {"config": self.config.to_dict(), "seed": self.config.seed,
-                                   "population_fingerprint": population_fingerprint(self.population.genotypes)})
+        commit_run(work, run_dir, {"config": players.config.to_dict(), "seed": players.config.seed,
+                                   "population_fingerprint": population_fingerprint(players.population.genotypes)})
         return summary
 
     def _record_evaluation(self, writer: Any, losses: dict[str, float], bar: Any) -> None:
@@ -197,70 +309,73 @@ class Game(PostTrainingChecks):
 
     def _run_config(self) -> dict:
         """``config.json``: the settings (nested form), prior, population, mechanism, architectures, device."""
+        players = self.players
         return {
-            "config": self.config.to_dict(),
-            "prior": self.prior.describe() if self.prior.describe()["kind"] != "bernoulli" else {"kind": "bernoulli"},
+            "config": players.config.to_dict(),
+            "prior": players.prior.describe() if players.prior.describe()["kind"] != "bernoulli" else {"kind": "bernoulli"},
             "population": {
-                "individuals": self.population.n_individuals,
-                "attributes": self.population.n_attributes,
-                "fingerprint": population_fingerprint(self.population.genotypes),
-                "metadata": self.population.metadata,
+                "individuals": players.population.n_individuals,
+                "attributes": players.population.n_attributes,
+                "fingerprint": population_fingerprint(players.population.genotypes),
+                "metadata": players.population.metadata,
             },
-            "mechanism": self.mechanism.describe(),
-            "defender": self.defender.spec.to_dict(),
-            "attacker": (self.attacker.spec if isinstance(self.attacker, PopulationBoundAttacker) else self.attacker_spec).to_dict(),
-            "device": str(self.device),
+            "mechanism": players.mechanism.describe(),
+            "defender": players.defender.spec.to_dict(),
+            "attacker": (players.attacker.spec if isinstance(players.attacker, PopulationBoundAttacker) else players.attacker_spec).to_dict(),
+            "device": str(players.device),
         }
 
     # -- the records ------------------------------------------------------------------------
     def _finish(self, run_dir: Path, writer: Any, progress: bool, selection: dict[str, Any] | None) -> TrainingSummary:
         """Save the delivered defender, run the fresh-attacker check and write ``summary.json``."""
-        self.defender.eval()
+        players = self.players
+        players.defender.eval()
         save_defender(
             run_dir / DEFENDER_FILE,
-            self.defender,
-            population_fingerprint(self.population.genotypes),
-            self.prior.describe(),
-            self.kappa.cpu().numpy(),
-            self.config.flat(),
+            players.defender,
+            population_fingerprint(players.population.genotypes),
+            players.prior.describe(),
+            players.kappa.cpu().numpy(),
+            players.config.flat(),
         )
-        last = self.history.rows[-1] if self.history.rows else {}
+        last = players.history.rows[-1] if players.history.rows else {}
         delivered = selection if selection is not None else last
         check = exploitability = None
-        if self.config.fresh_check.steps > 0:
+        if players.config.fresh_check.steps > 0:
             check, exploitability = self._fresh_check_records(writer, progress, delivered)
         summary = TrainingSummary(
-            steps=self.step,
-            against=self.config.objective.against if self.opponent is None else self.opponent.describe(),
+            steps=players.step,
+            against=players.config.objective.against if players.opponent is None else players.opponent.describe(),
             final=last,
             selected=selection,
             collapse=self._collapse_report(),
-            history=tuple(self.history.rows),
+            history=tuple(players.history.rows),
             budget=self._budget_record(selection),
             bgbp=self._bgbp_record(),
             fresh_attacker_check=check,
             exploitability=exploitability,
-            seed=self.config.seed,
-            seeds=self.seeds,
-            timings=self.timer.to_dict(),
-            selections=tuple(self.selections) if self.selects_defender else None,
-            early_stop=None if self.stopped_at is None else {
-                "step": self.stopped_at, "patience": self.config.selection.patience,
-                "refit_every": self.config.attacker.refit_every, "kept_step": self.best[1], "steps": self.config.steps},
-            start=self.start_record if self.start is not None else None,
+            seed=players.config.seed,
+            seeds=players.seeds,
+            timings=players.timer.to_dict(),
+            selections=tuple(players.selections) if self.refits.selects_defender else None,
+            early_stop=None if players.stopped_at is None else {
+                "step": players.stopped_at, "patience": players.config.selection.patience,
+                "refit_every": players.config.attacker.refit_every, "kept_step": players.best[1], "steps": players.config.steps},
+            start=players.start_record if players.start is not None else None,
         )
         write_json(run_dir / SUMMARY_FILE, summary.to_dict())
         return summary
 
     def _budget_record(self, selection: dict[str, Any] | None) -> BudgetRecord | None:
         """The delivered state's loss against the objective's budget (None without a budget or a selection)."""
-        objective = self.config.objective
+        players = self.players
+        objective = players.config.objective
         if objective.kind == "preference" or selection is None:
             return None
         measured = selection["heldout_utility_loss" if objective.kind == "utility-budget" else "heldout_privacy_loss"]
-        if objective.kind == "utility-budget" and isinstance(self.prior, UniformSubsetPrior):
+        if objective.kind == "utility-budget" and isinstance(players.prior, UniformSubsetPrior):
             # the one measurement of a loss against a budget (``bngp evaluate`` reads the same)
-            measured = BudgetSetting.of(self.population, self.prior.n_members).measured_loss(self.delivered_defense())
+            measured = BudgetSetting.of(players.population, players.prior.n_members).measured_loss(players.delivered_defense())
         met = measured <= objective.budget * (1 + BUDGET_TOLERANCE) + 1e-12
         message = None
         if not met:
@@ -271,12 +386,13 @@ class Game(PostTrainingChecks):
 
     def _bgbp_record(self) -> BgbpRecord | None:
         """The DPH^eps constraint and the eps_hat it implies (Prop. 10); None without the constraint."""
-        if self.config.objective.dp_epsilon is None:
+        players = self.players
+        if players.config.objective.dp_epsilon is None:
             return None
         return BgbpRecord(
-            epsilon=self.config.objective.dp_epsilon,
-            theta_max=float(np.max(self.theta)),
-            implied_epsilon=self.implied_dp_epsilon(),
+            epsilon=players.config.objective.dp_epsilon,
+            theta_max=float(np.max(players.theta)),
+            implied_epsilon=players.implied_dp_epsilon(),
             statement="if the attacker's best response satisfies DPH^eps, the mechanism is "
             "eps_hat-DP with eps_hat = log(1 + (e^eps - 1) / theta*) (Prop. 10); the penalty "
             "enforces DPH^eps on the trained attacker only, so check dp_bound_violation_rate",
@@ -284,10 +400,11 @@ class Game(PostTrainingChecks):
 
     def _fresh_check_records(self, writer: Any, progress: bool, delivered: dict[str, Any]) -> tuple[dict, Exploitability]:
         """The fresh-attacker check of the delivered state and its gap to the in-game attacker's AUC."""
-        with self.timer("fresh-attacker check"):
-            check = self.fresh_attacker_check(self.config.fresh_check.steps, self.seeds["fresh-check"], progress)
-        writer.add_scalar("final/fresh_attacker_auc", check["auc"], self.step)
-        writer.add_scalar("final/strongest_fresh_auc", check["strongest_auc"], self.step)
+        players = self.players
+        with players.timer("fresh-attacker check"):
+            check = self.fresh_attacker_check(players.config.fresh_check.steps, players.seeds["fresh-check"], progress)
+        writer.add_scalar("final/fresh_attacker_auc", check["auc"], players.step)
+        writer.add_scalar("final/strongest_fresh_auc", check["strongest_auc"], players.step)
         in_game = delivered.get("heldout_auc", check["strongest_auc"])
         gap = check["strongest_auc"] - in_game
         exploitability = Exploitability(
@@ -310,11 +427,12 @@ class Game(PostTrainingChecks):
 
     def _collapse_report(self) -> CollapseReport:
         """How many held-out evaluations found the in-game attacker's outputs at the prior."""
+        players = self.players
         warning = None
-        if self.history.collapse_events:
+        if players.history.collapse_events:
             warning = (
-                f"the in-game attacker's outputs sat at the prior in {self.history.collapse_events} of "
-                f"{len(self.history.rows)} evaluations (attacker collapse or a perfect defense; the "
+                f"the in-game attacker's outputs sat at the prior in {players.history.collapse_events} of "
+                f"{len(players.history.rows)} evaluations (attacker collapse or a perfect defense; the "
                 "fresh-attacker check tells which)"
             )
-        return CollapseReport(self.history.collapse_events, len(self.history.rows), warning)
+        return CollapseReport(players.history.collapse_events, len(players.history.rows), warning)

@@ -356,7 +356,7 @@ def _sample_after_refits(game, where: "torch.device", samples: list[dict], secon
     """Make ``game`` sample the references (:data:`IN_RUN_REPEATS`) into ``samples`` after each of
     its in-game refits, adding the time it takes to ``seconds[0]``: outside every timed phase (the
     trainer times a refit's parts inside ``refit_attacker``, and nothing around it)."""
-    refit = game.refit_attacker
+    refit = game.refits.refit_attacker
 
     def refit_then_sample(*args, **kwargs):
         refit(*args, **kwargs)
@@ -364,7 +364,7 @@ def _sample_after_refits(game, where: "torch.device", samples: list[dict], secon
         samples.append(references(where, IN_RUN_REPEATS))
         seconds[0] += time.perf_counter() - started
 
-    game.refit_attacker = refit_then_sample
+    game.refits.refit_attacker = refit_then_sample
 
 
 def _flops_against(phases: dict, counts: tuple[dict, float, dict], refs: dict[str, float | None]) -> None:
@@ -519,7 +519,7 @@ def _record_a_round(game) -> tuple[dict, dict[str, int]]:
     """One more round of ``game`` (a refit with its selection scoring, the attacker's updates and
     the defender's, a held-out evaluation) with its matrix products recorded by phase
     (:func:`_products.record_products`), and how often each phase ran in it."""
-    game.__dict__.pop("refit_attacker", None)  # the run's wrapper sampled the references after each refit
+    game.refits.__dict__.pop("refit_attacker", None)  # the run's wrapper sampled the references after each refit
     every = game.config.attacker.refit_every
     if every:
         game.step = (game.step // every + 1) * every  # the next step refits

@@ -106,9 +106,9 @@ def test_evaluation_and_audit_record_their_device(small_population):
 def test_a_cuda_run_draws_what_the_cpu_run_draws_and_its_defender_loads_on_the_cpu(small_population, tmp_path):
     cpu, cuda = _game(small_population, "cpu"), _game(small_population, "cuda")
     assert cuda.device.type == "cuda" and next(cuda.defender.parameters()).device.type == "cuda"
-    assert torch.equal(cuda._eval_b.cpu(), cpu._eval_b) and torch.equal(cuda._eval_r.cpu(), cpu._eval_r)
-    b_cpu, r_cpu = cpu._draw(8)
-    b_cuda, r_cuda = cuda._draw(8)
+    assert torch.equal(cuda.players.eval_b.cpu(), cpu.players.eval_b) and torch.equal(cuda.players.eval_r.cpu(), cpu.players.eval_r)
+    b_cpu, r_cpu = cpu.players.draw(8)
+    b_cuda, r_cuda = cuda.players.draw(8)
     assert b_cuda.device.type == "cuda" and torch.equal(b_cuda.cpu(), b_cpu) and torch.equal(r_cuda.cpu(), r_cpu)
     cuda.generator.set_state(cpu.generator.get_state())  # train both from the same stream position
     summaries = {name: game.train(tmp_path / name, progress=False) for name, game in (("cpu", cpu), ("cuda", cuda))}

@@ -45,6 +45,25 @@ def test_training_writes_run_directory(small_population, tmp_path):
     assert config["population"]["individuals"] == small_population.n_individuals
 
 
+def test_the_game_is_composed_of_roles_that_share_one_players_state(small_population):
+    """Game builds players, refits, stepper and checks in that order; each role holds the players and the
+    earlier roles it calls, none inherits from another, and the game's attributes read and write the players'."""
+    from bngp.game.checks import PostTrainingChecks
+    from bngp.game.players import Players
+    from bngp.game.selection import Refits
+    from bngp.game.step import TrainingStep
+
+    game = _game(small_population)
+    roles = (game.players, game.refits, game.stepper, game.checks)
+    assert [type(role) for role in roles] == [Players, Refits, TrainingStep, PostTrainingChecks]
+    assert all(role.players is game.players for role in roles[1:])
+    assert game.stepper.refits is game.refits and game.checks.refits is game.refits and game.checks.stepper is game.stepper
+    assert not any(issubclass(a, b) for a in (Game, *map(type, roles)) for b in map(type, roles) if a is not b)
+    assert game.defender is game.players.defender and game.config is game.players.config
+    game.multiplier = 0.25
+    assert game.players.multiplier == 0.25
+
+
 def test_training_summary_is_a_frozen_record_that_round_trips(small_population, tmp_path):
     summary = _game(small_population, fresh_check_steps=3, dp_epsilon=1.0).train(tmp_path, progress=False)
     payload = summary.to_dict()
@@ -350,7 +369,7 @@ def test_the_refitted_head_takes_no_gradient_and_the_defender_step_leaves_h_grad
     torch.manual_seed(0)
     defender_state = {k: v.clone() for k, v in game.defender.state_dict().items()}
     generator_state = game.generator.get_state()
-    game._defender_step(torch.tensor(0.0))
+    game.stepper._defender_step(torch.tensor(0.0))
     assert all(parameter.grad is None for parameter in mlp)  # no gradient of H's own computed
     assert all(parameter.requires_grad for parameter in mlp)
     moved = [p.detach().clone() for p in game.defender.parameters()]
@@ -362,7 +381,7 @@ def test_the_refitted_head_takes_no_gradient_and_the_defender_step_leaves_h_grad
     reference.multiplier = game.multiplier
     for parameter in reference.attacker.parameters():
         parameter.requires_grad_(True)
-    reference._defender_step(torch.tensor(0.0))
+    reference.stepper._defender_step(torch.tensor(0.0))
     for got, want in zip(moved, reference.defender.parameters()):
         assert torch.equal(got, want.detach())
 
@@ -374,14 +393,14 @@ def test_the_best_state_against_a_refitted_attacker_is_kept_and_saved(small_popu
 
     game = _game(small_population, kappa=1.5, steps=8, attacker_refit_every=2)
     scores = []
-    consider = game._consider_defender
+    consider = game.refits._consider_defender
 
     def recording(*args):
         before = game.best
         consider(*args)
         scores.append((game.step, game.best[0] if game.best is not before else None))
 
-    game._consider_defender = recording
+    game.refits._consider_defender = recording
     summary = game.train(tmp_path, progress=False)
     steps = [step for step, _ in scores]
     assert steps[:4] == [0, 2, 4, 6] and 8 in steps  # every refit, and the final state
@@ -402,10 +421,10 @@ def test_training_starts_at_the_data_independent_release(small_population):
     """Defaults: alpha = 1, G's output layer at zero and sigma = 0, so before any step every
     release is exactly f(theta), the statistic of the prior-mean membership, whoever is in D."""
     game = _game(small_population)
-    b, r = game._draw(16)
+    b, r = game.players.draw(16)
     game.defender.eval()
     with torch.no_grad():
-        x, x_hat = game._release(b, r)
+        x, x_hat = game.players.release(b, r)
     expected = torch.as_tensor(small_population.genotypes.mean(axis=0), dtype=torch.float32)
     torch.testing.assert_close(x, expected.expand_as(x), atol=1e-6, rtol=0)
     assert float((x_hat - expected).abs().max()) > 0.05  # while the datasets' statistics differ
@@ -539,12 +558,12 @@ def test_refit_releases_are_drawn_by_blocks_into_one_tensor(small_population, mo
         game.defender.shrink_weight.uniform_(0.0, 1.0, generator=torch.Generator().manual_seed(0))
         game.defender.noise_scale.uniform_(0.0, 0.2, generator=torch.Generator().manual_seed(1))
         game.defender.net[-1].weight.normal_(0.0, 0.1, generator=torch.Generator().manual_seed(2))
-    b, r = game._draw(30)
+    b, r = game.players.draw(30)
     state = game.generator.get_state()
     with torch.no_grad():
-        drawn = game._attacker_releases(b, r)
+        drawn = game.refits._attacker_releases(b, r)
         game.generator.set_state(state)
-        expected = torch.cat([game.attacker_input(game._release(b[s:s + 7], r[s:s + 7])[0]) for s in range(0, 30, 7)])
+        expected = torch.cat([game.attacker_input(game.players.release(b[s:s + 7], r[s:s + 7])[0]) for s in range(0, 30, 7)])
     width = 2 * small_population.n_attributes if sigmas and pool else (len(sigmas) + 1) * small_population.n_attributes
     assert drawn.shape == (30, width)
     assert torch.equal(drawn, expected)

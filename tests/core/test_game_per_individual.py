@@ -106,14 +106,14 @@ def test_individual_batch_scores_a_subset_and_estimates_the_leakage_without_bias
     x, b = game.release_sampler(3)(16)
     with torch.no_grad():
         full = game.attacker(x)
-    subset = game._draw_individuals()
+    subset = game.players.draw_individuals()
     assert subset.shape == (10,) and torch.equal(subset, subset.sort().values)
     with torch.enable_grad():
-        part = game._attack(x, subset)
+        part = game.players.attack(x, subset)
     assert part.shape == (16, 10)
     torch.testing.assert_close(part.detach(), full[:, subset], rtol=1e-4, atol=1e-4)
-    whole = float(game._leakage(full, b))
-    draws = [float(game._leakage(full[:, s], b, s)) for s in (game._draw_individuals() for _ in range(2000))]
+    whole = float(game.players.leakage(full, b))
+    draws = [float(game.players.leakage(full[:, s], b, s)) for s in (game.players.draw_individuals() for _ in range(2000))]
     assert abs(sum(draws) / len(draws) - whole) < 2e-3
     assert max(draws) - min(draws) > 0.05  # the subsets do differ
 

@@ -177,7 +177,7 @@ def test_budget_surface_puts_the_mechanism_back_on_the_budget(shrink, wide_popul
     reference = reference_at_budget("laplace", wide_setting, budget)
     prior = UniformSubsetPrior(wide_population.n_individuals, N_MEMBERS)
     game = Game(wide_population, prior, _config(budget=budget.value, noise_law="laplace"), start=reference)
-    surface = game._budget_surface
+    surface = game.players.budget_surface
     assert isinstance(surface, BudgetSurface)
     with torch.no_grad():
         game.defender.shrink_weight.fill_(shrink)
