@@ -25,6 +25,8 @@ pays for that search (:class:`AuditResult`).
 * :mod:`~bngp.audit.all_methods`: every score method on the same scores, Bonferroni over the methods.
 * :mod:`~bngp.audit.ceiling`: the largest eps a design can certify (its bound on a perfect
   attack), and a bound read against it and against a claimed eps.
+* :mod:`~bngp.audit.decision`: the verdict an audit supports (claim refuted, consistent, at the
+  design's ceiling, ...), in one sentence.
 """
 
 from bngp.audit.all_methods import ALL_METHODS, AllMethodsResult, audit_all
@@ -57,6 +59,7 @@ from bngp.audit.tradeoff_curve import (
     parse_claim,
 )
 from bngp.audit.ceiling import CEILING_STATES, BoundReading, perfect_scores, read_bound
+from bngp.audit.decision import AUDIT_VERDICTS, AuditDecision, audit_decision
 from bngp.audit.fdp_one_run import (
     FdpBound,
     FdpOneRunResult,
@@ -90,6 +93,8 @@ from bngp.audit.tradeoff import gdp_delta, gdp_epsilon, laplace_delta, laplace_e
 
 __all__ = [
     "ALL_METHODS",
+    "AUDIT_VERDICTS",
+    "AuditDecision",
     "AllMethodsResult",
     "AuditResult",
     "BOUND_KINDS",
@@ -118,6 +123,7 @@ __all__ = [
     "STRATEGIES",
     "auc_upper_bound",
     "audit_all",
+    "audit_decision",
     "binomial_bound",
     "binomial_p_value",
     "bits_audit",

@@ -30,8 +30,11 @@ bound under assumption"`` (``gdp`` and ``fdp-one-run``: the trade-off curve is G
 bound: ``epsilon_ceiling``, the largest eps the design can certify, the same method's bound on a
 perfect attack's scores (:mod:`bngp.audit.ceiling`), its ``ceiling_state`` and ``reading``; with
 ``--claim``, ``claimed_epsilon`` (the claim's eps at the audit's delta) and ``claim_verdict``
-(refuted iff an assumption-free epsilon_lb exceeds it).  Bad input gives a one-line error and exit
-code 2 before anything is written.
+(refuted iff an assumption-free epsilon_lb exceeds it); and ``audit_decision``
+(:func:`bngp.audit.audit_decision`), the verdict AUDIT.md opens with and the command prints last: claim
+refuted (by the bound, or by the trade-off check where the scores are independent runs), consistent, at
+the design's ceiling, design too small, nothing certified, or the bound itself.  Bad input gives a
+one-line error and exit code 2 before anything is written.
 
 The report: next to AUDIT.json (same stem) the command writes AUDIT.md and AUDIT.png, each
 atomically (PNG, then Markdown, then JSON).  For scores, AUDIT.json gets ``tradeoff``, the
@@ -364,4 +367,5 @@ def run(args: argparse.Namespace) -> int:
         verdict = "refuted" if check["refuted"] else "not refuted"
         print(f"claim {check['claim']}: {verdict} at confidence {check['confidence']:g} (at FPR <= "
               f"{check['alpha']:.4g}: FNR <= {check['beta_upper']:.4g}, claimed >= {check['claimed_beta']:.4g})")
+    print(f"audit: {report.decision.sentence}")
     return 0

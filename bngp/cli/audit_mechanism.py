@@ -13,8 +13,13 @@ the defense's claimed guarantee next to it (``claimed_epsilon``, ``claimed_delta
 knowledge statement and the seeds (same seed -> same file).  Bad input gives a one-line error and
 exit code 2 before anything is written.
 
-Next to AUDIT.json (same stem) the command writes AUDIT.md (the bound, the ceiling, the claimed eps
-and the verdict, a table of the bounds behind the number, notes on how to read it) and AUDIT.png:
+AUDIT.json also holds ``audit_decision`` (:func:`bngp.audit.audit_decision`: claim refuted, consistent,
+at the design's ceiling, ...) and, unless ``--no-decision``, ``decision``: the release decision of
+:func:`bngp.decision.decide_release` (the release's utility loss beside matched Laplace, Gaussian and the
+best reference mechanism at that loss, each read by the converged linear attack, and a verdict).
+
+Next to AUDIT.json (same stem) the command writes AUDIT.md (opening with both decisions; then the bound,
+the ceiling, the claimed eps, a table of the bounds behind the number, notes on how to read it) and AUDIT.png:
 the empirical trade-off curve (FPR on x, FNR on y) of the scores behind the bound with its region
 (``diagnostics.tradeoff``; a valid simultaneous region for the many-run audit's best canary,
 descriptive for the scores of one release), the claimed guarantee's (eps, delta)-DP curve and the
@@ -35,6 +40,7 @@ and a matched defense's claimed eps is that of the concatenated statistic.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -44,6 +50,7 @@ from bngp.cli import COMMANDS
 from bngp.audit import eps_delta_tradeoff
 from bngp.mechanism_audit import DEFAULT_RUNS, MODES, NEIGHBOURING, MechanismAuditResult, audit_mechanism
 from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_population_and_prior
+from bngp.decision import decide_release
 from bngp.device import resolve_device
 from bngp.io_utils import write_json, write_text
 from bngp.report import mechanism_audit_markdown, plot_tradeoff
@@ -124,6 +131,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         ),
     )
     parser.add_argument("--seed", type=int, default=0, help="audit seed (default 0)")
+    parser.add_argument("--no-decision", dest="decision", action="store_false",
+                        help="skip the release decision (by default AUDIT.md opens with the audit's verdict and then the "
+                             "release's utility loss beside matched Laplace, Gaussian and the best reference mechanism, "
+                             "each read by the converged linear attack)")
     parser.add_argument("--out", required=True, metavar="AUDIT.json",
                         help="output JSON file; AUDIT.md and AUDIT.png are written next to it (same stem)")
     add_force_arg(parser, "AUDIT.json, AUDIT.md and AUDIT.png")
@@ -219,6 +230,13 @@ def run(args: argparse.Namespace) -> int:
     )
     payload = result.to_dict()
     payload["defense"]["spec"] = args.defense
+    decision = None
+    if args.decision:
+        if not args.quiet:
+            print("reading matched Laplace, Gaussian and the reference mechanisms at the same utility loss ...",
+                  file=sys.stderr, flush=True)
+        decision = decide_release(population, args.members, defense, seed=args.seed, progress=not args.quiet)
+        payload["decision"] = decision.to_dict()
     payload["population"] = str(args.population)
     payload["report"] = {"markdown": str(markdown_path), "png": str(png_path)}
     reading = result.reading()
@@ -252,4 +270,7 @@ def run(args: argparse.Namespace) -> int:
         f"{markdown_path}, {png_path}"
     )
     print(reading.sentence + ("" if reading.claim_verdict is None else f"; {reading.claim_verdict}"))
+    print(f"audit: {payload['audit_decision']['sentence']}")
+    if decision is not None:
+        print("\n".join(decision.summary_lines()))
     return 0

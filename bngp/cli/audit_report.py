@@ -16,8 +16,10 @@ import numpy as np
 from bngp.audit import (
     BOUND_KINDS,
     AllMethodsResult,
+    AuditDecision,
     BoundReading,
     Claim,
+    audit_decision,
     check_claim,
     check_claim_error_rate,
     empirical_tradeoff,
@@ -30,6 +32,9 @@ __all__ = ["AUDIT_FORMAT", "AuditOutcome", "AuditReport", "build_report"]
 
 #: the ``format`` of AUDIT.json; the number is its version.
 AUDIT_FORMAT = "bngp-audit-1"
+
+#: methods whose scores are not independent runs: their trade-off region and its claim check describe, not test.
+_DESCRIPTIVE_METHODS = ("one-run", "fdp-one-run", "panoramia")
 
 #: FPR values at which the claimed and certified trade-off functions are drawn.
 _CURVE_X = np.unique(np.concatenate((np.linspace(0.0, 1.0, 501), np.geomspace(1e-6, 1.0, 301))))
@@ -56,7 +61,7 @@ class AuditOutcome:
 @dataclass(frozen=True)
 class AuditReport:
     """AUDIT.json's payload, AUDIT.md's table and notes, AUDIT.png's curves, points and region, the
-    headline's reading and the summary words of the printed line."""
+    headline's reading, the audit's decision and the summary words of the printed line."""
 
     payload: dict[str, Any]
     table: list[dict[str, Any]]
@@ -65,6 +70,7 @@ class AuditReport:
     points: list
     region: dict[str, Any] | None
     reading: BoundReading
+    decision: AuditDecision
     summary: str
 
 
@@ -196,7 +202,7 @@ def _tradeoff(method: str, outcome: AuditOutcome, claim: Claim | None, confidenc
             f"release, independent runs) at confidence {tradeoff_input[2]:.4g} = 1 - beta/K' (Bonferroni over "
             "the targets), so the region and the claim verdict hold at the stated confidence."
         )
-    if method in ("one-run", "fdp-one-run", "panoramia"):
+    if method in _DESCRIPTIVE_METHODS:
         notes.append(
             "The trade-off region and the claim verdict treat every score as an independent run of the "
             "mechanism; for the scores of one run (canaries of one training) or generated non-members they "
@@ -236,6 +242,9 @@ def build_report(method: str, source: dict[str, Any], outcome: AuditOutcome, cla
         **outcome.extra,
     }
     region = _tradeoff(method, outcome, claim, confidence, payload, notes)
+    tested = "claim" in payload and method not in _DESCRIPTIVE_METHODS
+    decision = audit_decision(reading, curve_refuted=payload["claim"]["refuted"] if tested else None)
+    payload["audit_decision"] = decision.to_dict()
     if np.isfinite(certified[1]):
         notes.append(
             f"The plot's certified curve is the (eps, delta)-DP trade-off function at eps = epsilon_lb of "
@@ -244,4 +253,4 @@ def build_report(method: str, source: dict[str, Any], outcome: AuditOutcome, cla
         )
     payload["report"] = report_paths
     curves, points = _figure(claim, certified, results, outcome.data)
-    return AuditReport(payload, table, notes, curves, points, region, reading, summary)
+    return AuditReport(payload, table, notes, curves, points, region, reading, decision, summary)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bngp.audit.ceiling import BoundReading, read_bound
+from bngp.audit.decision import audit_decision
 from bngp.audit.results import to_jsonable
 from bngp.errors import InputError
 from bngp.defenses.base import Defense
@@ -198,6 +199,7 @@ class MechanismAuditResult:
             "epsilon_ceiling": self.epsilon_ceiling,
             "ceiling_state": reading.ceiling_state,
             "reading": reading.sentence,
+            "audit_decision": audit_decision(reading).to_dict(),
             "is_lower_bound": self.is_lower_bound,
             "interpretation": self.interpretation,
         }

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from bngp.report import figures
+from bngp.report.evaluation import decision_markdown
 
 __all__ = ["plot_tradeoff", "audit_markdown", "mechanism_audit_markdown"]
 
@@ -95,11 +96,25 @@ def _claim_cell(row: dict) -> str:
     return str(row.get("claim_verdict") or "").split(":", 1)[0]
 
 
-def _reading_lines(payload: dict) -> list[str]:
-    """The bound's design ceiling and, with a claim, the claimed eps and the verdict."""
-    lines = [f"Design ceiling: {payload['reading']} ({payload['ceiling_state']})."]
-    if payload.get("claim_verdict"):
-        lines += ["", f"Claimed eps: **{payload['claim_verdict']}**."]
+def _no_claim(payload: dict) -> str:
+    if "claimed_guarantee" in payload and payload["claimed_guarantee"] is None:
+        return "none (the defense states no DP guarantee)"
+    return "none (no claim given)"
+
+
+def _decision_lines(payload: dict, origin: str = "") -> list[str]:
+    """The decision block that opens an audit report: the verdict (``payload["audit_decision"]``,
+    :class:`bngp.audit.AuditDecision`), the bound, the design's ceiling and the claimed eps."""
+    decision = payload.get("audit_decision")
+    lines = ["### Decision", ""]
+    if decision:
+        lines += [f"**{decision['sentence']}**", ""]
+    kind = payload.get("epsilon_kind") or ("lower bound" if payload.get("is_lower_bound") else
+                                           "measurement, not a lower bound")
+    lines += [f"- Bound: epsilon_lb = {_number(payload['epsilon_lb'])} ({kind}{origin}), confidence "
+              f"{payload['confidence']:g}, delta {payload['delta']:g}.",
+              f"- Design ceiling: {payload['reading']} ({payload['ceiling_state']}).",
+              f"- Claimed eps: {payload.get('claim_verdict') or _no_claim(payload)}.", ""]
     return lines
 
 
@@ -111,7 +126,7 @@ def audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> st
     one per method run; ``payload`` gives the header (``input``, ``rows``, ``runs``, ``method``,
     ``confidence``, ``delta``, ``epsilon_lb``, ``epsilon_kind``, ``reading``, ``ceiling_state`` and,
     when present, ``attack``, ``epsilon_lb_method``, ``claimed_epsilon``, ``claim_verdict``,
-    ``claim``, ``tradeoff`` and ``report``).
+    ``audit_decision``, ``claim``, ``tradeoff`` and ``report``).  The report opens with the audit's decision.
     """
     source = f"`{payload['input']}`" + (f" (attack `{payload['attack']}`)" if payload.get("attack") else "")
     lines = [
@@ -124,8 +139,7 @@ def audit_markdown(payload: dict, rows: list[dict], notes: list[str] = ()) -> st
         "",
     ]
     origin = f", from `{payload['epsilon_lb_method']}`" if payload.get("epsilon_lb_method") else ""
-    lines += [f"**epsilon_lb = {_number(payload['epsilon_lb'])}** ({payload['epsilon_kind']}{origin}).", ""]
-    lines += _reading_lines(payload) + [""]
+    lines += _decision_lines(payload, origin)
     claimed = any(row.get("claim_verdict") for row in rows)
     lines += ["| method | epsilon_lb | design ceiling | kind | confidence | delta |" + (" claimed eps |" if claimed else "")
               + " detail |", "|---|---|---|---|---|---|" + ("---|" if claimed else "") + "---|"]
@@ -166,7 +180,12 @@ def mechanism_audit_markdown(payload: dict, rows: list[dict], notes: list[str] =
     beside.  ``payload`` gives the header (``mode``, ``defense.spec``, ``population``, ``attack.name``,
     ``confidence``, ``delta``, ``design``, ``seed``, ``epsilon_lb``, ``is_lower_bound``,
     ``interpretation``, ``reading``, ``ceiling_state``, ``claimed_epsilon``, ``claim_verdict``,
-    ``claimed_guarantee`` and, when present, ``report``).
+    ``claimed_guarantee``, ``audit_decision`` and, when present, ``report`` and ``decision``, the release
+    decision of :func:`bngp.decision.decide_release`).
+
+    The report opens with the audit's decision (verdict, bound, ceiling, claim) and, when present, the
+    release decision: the release's utility loss beside Laplace, Gaussian and the best reference mechanism
+    at that loss.
     """
     design = payload["design"]
     lines = [
@@ -177,13 +196,10 @@ def mechanism_audit_markdown(payload: dict, rows: list[dict], notes: list[str] =
         f"{payload['delta']:g}; neighbouring {design['neighbouring']}; seed {payload['seed']}.",
         "",
     ]
-    kind = "lower bound" if payload["is_lower_bound"] else "measurement, not a lower bound"
-    lines += [f"**epsilon_lb = {_number(payload['epsilon_lb'])}** ({kind}): {payload['interpretation']}.", ""]
-    lines += _reading_lines(payload)
-    guarantee = payload.get("claimed_guarantee")
-    if guarantee is None:
-        lines += ["", "Claimed eps: none (the defense states no DP guarantee)."]
-    lines += ["", "| bound | epsilon_lb | design ceiling | kind | detail |", "|---|---|---|---|---|"]
+    lines += _decision_lines(payload)
+    if payload.get("decision"):
+        lines += decision_markdown(payload["decision"], heading="### The release at its utility loss")
+    lines += [f"epsilon_lb: {payload['interpretation']}.", "", "| bound | epsilon_lb | design ceiling | kind | detail |", "|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row['bound']} | {_number(row['epsilon_lb'])} | {_number(row['epsilon_ceiling'])} | "
                      f"{row['kind']} | {row['detail']} |")

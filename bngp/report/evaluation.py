@@ -64,12 +64,12 @@ def _utility_lines(utility: dict, strongest_auc: float, *, verdict: bool) -> lis
     return lines
 
 
-def decision_markdown(decision: dict) -> list[str]:
-    """The decision block of a report from a stored decision (``ReleaseDecision.to_dict()``)."""
+def decision_markdown(decision: dict, heading: str = "### Decision") -> list[str]:
+    """The decision block of a report from a stored decision (``ReleaseDecision.to_dict()``), under ``heading``."""
     strongest = decision["strongest"]
     budget = "" if decision["budget"] is None else (
         f"; utility budget {decision['budget']:.5g}: {'met' if decision['budget_met'] else 'NOT met'}")
-    lines = ["### Decision", "", f"**This release is {decision['sentence']}.**", "",
+    lines = [heading, "", f"**This release is {decision['sentence']}.**", "",
              f"- Utility loss mean abs(x - f(D)): {decision['utility_loss']:.5g}; the data-independent release f(theta) "
              f"has {decision['data_independent_loss']:.5g}{budget}.",
              f"- Strongest attack: `{strongest['name']}`, AUC {strongest['auc']:.4f}, TPR "

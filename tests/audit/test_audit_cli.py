@@ -431,12 +431,15 @@ def test_the_claimed_eps_stands_beside_the_bound_with_a_verdict(scores_csv, tmp_
     assert keys.index("claimed_epsilon") > keys.index("epsilon_lb") and payload["claimed_epsilon"] == 0.5
     assert payload["claim_refuted"] is True and payload["claim_verdict"].startswith("the claim is refuted: eps_lb = ")
     markdown = out.with_suffix(".md").read_text()
-    assert f"Claimed eps: **{payload['claim_verdict']}**." in markdown and "| claimed eps |" in markdown
+    assert f"- Claimed eps: {payload['claim_verdict']}." in markdown and "| claimed eps |" in markdown
     assert "| refuted |" in markdown and f"claimed eps: {payload['claim_verdict']}" in stdout
+    assert payload["audit_decision"]["verdict"] == "claim-refuted" and markdown.index("### Decision") < markdown.index("| method |")
+    assert f"**{payload['audit_decision']['sentence']}**" in markdown and stdout.splitlines()[-1].startswith("audit: ")
     code, stdout, err = _run([*argv, "--claim", "eps-delta:epsilon=9"], capsys)
     assert code == 0, err
     payload = json.loads(out.read_text())
     assert payload["claim_refuted"] is False and payload["claim_verdict"].startswith("consistent with the claim")
+    assert payload["audit_decision"]["verdict"] in ("consistent", "cannot-test-claim")
     # a mu-GDP claim says nothing at delta = 0, clopper-pearson's default
     code, _, err = _run([*argv, "--claim", "gaussian:mu=1"], capsys)
     assert code == 0, err

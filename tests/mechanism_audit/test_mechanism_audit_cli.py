@@ -22,8 +22,10 @@ def _run(argv, capsys):
     return code, captured.out, captured.err
 
 
-def _base(population_file, out, *extra):
-    return ["audit-mechanism", "--population", str(population_file), "--members", "50", "--out", str(out), *extra]
+def _base(population_file, out, *extra, decision=False):
+    """The command line; without ``decision`` the release decision is skipped (tested on its own below)."""
+    return ["audit-mechanism", "--population", str(population_file), "--members", "50", "--out", str(out), *extra,
+            *([] if decision else ["--no-decision"])]
 
 
 def test_command_is_registered():
@@ -66,9 +68,11 @@ def test_every_mode_writes_the_bound_next_to_the_claim(population_file, tmp_path
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     markdown = out.with_suffix(".md").read_text()
     assert markdown.startswith(f"## Mechanism audit: `laplace:epsilon=2` ({mode})")
-    assert f"**epsilon_lb = {payload['epsilon_lb']:.4f}** (lower bound)" in markdown
-    assert f"Design ceiling: {payload['reading']} ({payload['ceiling_state']})." in markdown
-    assert f"Claimed eps: **{payload['claim_verdict']}**." in markdown and "![" in markdown
+    assert f"- Bound: epsilon_lb = {payload['epsilon_lb']:.4f} (lower bound)" in markdown
+    assert f"- Design ceiling: {payload['reading']} ({payload['ceiling_state']})." in markdown
+    assert f"- Claimed eps: {payload['claim_verdict']}." in markdown and "![" in markdown
+    assert markdown.index("### Decision") < markdown.index("| bound |")
+    assert f"**{payload['audit_decision']['sentence']}**" in markdown and "decision" not in payload
     rows = [line for line in markdown.splitlines() if line.startswith("| ") and not line.startswith("| bound")]
     assert len(rows) == {"one-run": 1, "many-run": 2, "panoramia": 2}[mode]
     assert f"| {payload['epsilon_ceiling']:.4f} | lower bound |" in markdown
@@ -107,7 +111,7 @@ def test_no_defense_has_no_claim(population_file, tmp_path, capsys):
     payload = json.loads(out.read_text())
     assert payload["claimed_epsilon"] is None and payload["bound_exceeds_claim"] is None
     assert payload["claim_verdict"] is None
-    assert "Claimed eps: none (the defense states no DP guarantee)." in out.with_suffix(".md").read_text()
+    assert "- Claimed eps: none (the defense states no DP guarantee)." in out.with_suffix(".md").read_text()
     assert payload["epsilon_lb"] > 0.5
 
 
@@ -219,3 +223,37 @@ def test_panoramia_writes_the_lower_bound_and_the_measurement(population_file, t
     assert payload["epsilon_lb"] == payload["panoramia"]["generated_nonmembers"]["epsilon_tilde"]
     assert payload["design"]["outside_split"]["generator_panel"] == 150
     assert "eps_tilde with generated non-members, a measurement; no real non-members" in stdout
+
+
+@pytest.mark.parametrize(
+    "defense, release_verdict",
+    [("laplace:epsilon=1", "dominated"), ("data-independent", "data-independent"), ("none", "fully-revealing")],
+)
+def test_the_report_opens_with_the_audit_and_the_release_decision(population_file, tmp_path, capsys, defense,
+                                                                    release_verdict):
+    """Both decisions open AUDIT.md and end the printed lines: the audit's verdict, then the release's utility loss
+    beside the mechanisms at that loss.  Laplace at eps = 1 on 400 attributes of 50 members has loss far above
+    f(theta)'s (sensitivity 1/50 per attribute, scale 400/50 = 8), so it is dominated; f(theta) is itself; the
+    exact release f(D) (loss 0) of 400 attributes is read almost perfectly by the linear attack (|Q| > K)."""
+    out = tmp_path / "AUDIT.json"
+    argv = _base(population_file, out, "--defense", defense, "--mode", "many-run", "--canaries", "4", "--runs", "40",
+                 "--attack", "score", decision=True)
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0, stderr
+    payload = json.loads(out.read_text())
+    decision, audit = payload["decision"], payload["audit_decision"]
+    assert decision["verdict"] == release_verdict
+    assert set(decision) >= {"utility_loss", "data_independent_loss", "strongest", "rows", "sentence"}
+    assert decision["rows"][0]["label"] == "this release" and decision["rows"][-1]["label"].startswith("data-independent")
+    assert audit["verdict"] in {"claim-refuted", "cannot-test-claim", "at-ceiling", "design-too-small",
+                                "nothing-certified", "consistent", "leaks-at-least"}
+    if defense == "laplace:epsilon=1":
+        assert audit["verdict"] in {"cannot-test-claim", "design-too-small", "consistent", "nothing-certified"}
+    if defense == "none":  # the exact release: the score attack certifies a leak
+        assert audit["verdict"] in ("at-ceiling", "leaks-at-least") and payload["epsilon_lb"] > 0
+        assert decision["utility_loss"] < 1e-6  # float32 release of f(D)
+    markdown = out.with_suffix(".md").read_text()
+    assert markdown.index("### Decision") < markdown.index("### The release at its utility loss") < markdown.index("| bound |")
+    assert f"**{audit['sentence']}**" in markdown and f"**This release is {decision['sentence']}.**" in markdown
+    lines = stdout.splitlines()
+    assert lines[2] == f"audit: {audit['sentence']}" and lines[3] == f"decision: {decision['sentence']}."
