@@ -46,8 +46,16 @@ def _json(value: object) -> object:
     return json.loads(json.dumps(value))
 
 
+def _trained_to_the_end(summary: dict, steps: int) -> bool:
+    """Whether a run's summary shows it trained all ``steps``, or stopped early by its selection's patience
+    with ``steps`` as its budget (``early_stop``, :class:`bngp.game.summary.TrainingSummary`)."""
+    early = summary.get("early_stop")
+    return summary.get("steps") == steps or (isinstance(early, dict) and early.get("steps") == steps)
+
+
 def run_state(game: Game, run_dir: str | Path) -> RunState:
-    """Whether RUN_DIR holds a finished run of ``game``'s settings, prior and population, an
+    """Whether RUN_DIR holds a finished run of ``game``'s settings, prior and population (trained to its
+    last step or stopped early by its selection's patience), an
     interrupted run to resume (a checkpoint in ``RUN_DIR.incomplete``), or neither."""
     run_dir = Path(run_dir)
     try:
@@ -66,7 +74,7 @@ def run_state(game: Game, run_dir: str | Path) -> RunState:
             settings == _json(game.config.flat())
             and saved.get("population", {}).get("fingerprint") == population_fingerprint(game.population.genotypes)
             and (prior["kind"] == "bernoulli" or saved.get("prior") == _json(prior))
-            and summary.get("steps") == game.config.steps
+            and _trained_to_the_end(summary, game.config.steps)
         ):
             return "finished"
     return "interrupted" if (staging_dir(run_dir) / CHECKPOINT_FILE).is_file() else "new"

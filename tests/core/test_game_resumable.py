@@ -128,3 +128,20 @@ def test_a_checkpoint_with_the_flat_config_of_version_1_resumes(small_population
     assert resumed.step == 2 and torch.equal(_weights(resumed), _weights(game))
     with pytest.raises(TrainingError, match="different `kappa`"):
         _game(small_population, kappa=3.0).load_checkpoint(tmp_path / CHECKPOINT_FILE)
+
+
+def test_a_run_stopped_early_by_its_selection_is_finished(small_population, tmp_path):
+    """A run whose selection's patience ended it before its budget of steps (``early_stop`` in summary.json,
+    with that budget) is finished and reused; a summary with fewer steps and no early stop is not."""
+    run = tmp_path / "run"
+    game = _game(small_population)
+    train_once(game, run)
+    summary = json.loads((run / SUMMARY_FILE).read_text())
+    stopped = {**summary, "steps": 4, "early_stop": {"step": 4, "patience": 1, "refit_every": 2, "kept_step": 0,
+                                                      "steps": game.config.steps}}
+    add_to_run(run, {SUMMARY_FILE: json.dumps(stopped)})
+    assert run_state(_game(small_population), run) == "finished"
+    add_to_run(run, {SUMMARY_FILE: json.dumps({**stopped, "early_stop": {**stopped["early_stop"], "steps": 8}})})
+    assert run_state(_game(small_population), run) == "new"
+    add_to_run(run, {SUMMARY_FILE: json.dumps({key: value for key, value in stopped.items() if key != "early_stop"})})
+    assert run_state(_game(small_population), run) == "new"
