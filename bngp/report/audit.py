@@ -105,10 +105,7 @@ def _no_claim(payload: dict) -> str:
 def _decision_lines(payload: dict, origin: str = "") -> list[str]:
     """The decision block that opens an audit report: the verdict (``payload["audit_decision"]``,
     :class:`bngp.audit.AuditDecision`), the bound, the design's ceiling and the claimed eps."""
-    decision = payload.get("audit_decision")
-    lines = ["### Decision", ""]
-    if decision:
-        lines += [f"**{decision['sentence']}**", ""]
+    lines = ["### Decision", "", f"**{payload['audit_decision']['sentence']}**", ""]
     kind = payload.get("epsilon_kind") or ("lower bound" if payload.get("is_lower_bound") else
                                            "measurement, not a lower bound")
     lines += [f"- Bound: epsilon_lb = {_number(payload['epsilon_lb'])} ({kind}{origin}), confidence "
