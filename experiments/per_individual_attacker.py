@@ -1,6 +1,6 @@
 """The per-individual attacker H(x, d_k) against the paper's K-output Bayesian attacker, at paper scale.
 
-Issue 17 item 2 (arXiv:2410.07414, sections 3.2 and 4): one network H(x, d) with weights shared
+arXiv:2410.07414, sections 3.2 and 4: one network H(x, d) with weights shared
 across individuals (``per-individual``, :mod:`bngp.attacks.per_individual`) and the paper's
 attacker H(x) -> K outputs (``bayesian``, :mod:`bngp.attacks.bayesian`), each fitted as an
 evaluation attack on shadow releases against the same fixed defense, scored on the same

@@ -4,7 +4,9 @@ Every product module (``bngp/**``, ``attacks/**``, ``defenses/**``) is parsed wi
 docstrings) and :mod:`tokenize` (its comments), and each line is matched against the patterns
 below.  Measurements and the reasoning behind defaults belong in ``docs/design/``, the history of
 the project in ``CHANGELOG.md``.  ``README.md`` and ``docs/`` are checked for the development words
-and dates too (they describe the product as it is).
+and dates too (they describe the product as it is), and so are the experiment scripts' docstrings and
+comments and the committed result reports for the development words (a report may carry the date of
+its run).
 
 The timing patterns match a number followed by a unit of time or of throughput ("77 s of a refit",
 "3.0 ms", "40 seconds", "199 GFLOP/s", "1.8x faster"); a unit alone ("seconds per call", "GFLOP
@@ -26,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PRODUCT_DIRECTORIES = ("bngp", "attacks", "defenses")
 #: documents that describe the product as it is (``CHANGELOG.md`` is its history and is not checked).
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
+#: the experiment scripts and the reports they committed.
+EXPERIMENT_SCRIPTS = tuple(sorted((ROOT / "experiments").rglob("*.py")))
+RESULT_REPORTS = tuple(sorted((ROOT / "experiments" / "results").rglob("*.md")))
 
 _NUMBER = r"(?<![\w.])\d+(?:[.,]\d+)*"
 #: calendar dates.
@@ -101,6 +106,22 @@ def test_product_docstrings_and_comments_hold_no_history(path: Path) -> None:
 def test_documents_speak_of_the_product_not_of_its_development(path: Path) -> None:
     lines = list(enumerate(path.read_text().splitlines(), start=1))
     found = violations(lines, DOCUMENT_PATTERNS, str(path.relative_to(ROOT)))
+    assert not found, "the history of the project belongs in CHANGELOG.md:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("path", EXPERIMENT_SCRIPTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_experiment_scripts_speak_of_the_experiment_not_of_its_development(path: Path) -> None:
+    source = path.read_text()
+    lines = _docstring_lines(ast.parse(source)) + _comment_lines(source)
+    found = violations(lines, {"development": DEVELOPMENT}, str(path.relative_to(ROOT)))
+    assert not found, "the history of the project belongs in CHANGELOG.md:\n" + "\n".join(found)
+
+
+def test_result_reports_speak_of_the_results_not_of_their_development() -> None:
+    found = [hit for path in RESULT_REPORTS
+             for hit in violations(list(enumerate(path.read_text().splitlines(), start=1)), {"development": DEVELOPMENT},
+                                   str(path.relative_to(ROOT)))]
+    assert RESULT_REPORTS, "no committed result report found"
     assert not found, "the history of the project belongs in CHANGELOG.md:\n" + "\n".join(found)
 
 

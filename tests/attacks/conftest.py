@@ -59,7 +59,7 @@ class World:
 
 @pytest.fixture(scope="session")
 def acceptance_world() -> World:
-    """Issue 3 acceptance setting: K = 200 individuals (N = 50 members), |Q| = 2000 SNVs."""
+    """The attacks' acceptance setting: K = 200 individuals (N = 50 members), |Q| = 2000 SNVs."""
     return World(simulate_independent(200, 200, 2000, seed=3), 50)
 
 

@@ -1,4 +1,4 @@
-"""Issue 3 acceptance on the independent-SNV population: K = 200 (N = 50 members), |Q| = 2000.
+"""The attacks' acceptance on the independent-SNV population: K = 200 (N = 50 members), |Q| = 2000.
 
 - no defense: lrt, optimal-lrt, score and homer reach AUC >= 0.9;
 - Laplace noise so large that the release carries no signal: every attack's AUC is 0.5 +- 0.06;

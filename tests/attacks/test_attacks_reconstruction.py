@@ -150,7 +150,7 @@ def test_targets_outside_the_population_are_rejected(small_world) -> None:
 
 @pytest.mark.slow
 def test_prototype_measurement_k800_q5000() -> None:
-    """Issue 6 prototype: K = 800, |Q| = 5000, N = 400: AUC 1.000 (no defense), ~0.97 (Laplace mean |xi| 0.01)."""
+    """The reconstruction prototype's measurement: K = 800, |Q| = 5000, N = 400: AUC 1.000 (no defense), ~0.97 (Laplace mean |xi| 0.01)."""
     world = simulate_independent(800, 100, 5000, seed=8)
     knowledge = AttackKnowledge(population=world.genotypes, n_members=400)
     attack = LeastSquaresReconstruction().fit(knowledge, seed=0)

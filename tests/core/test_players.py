@@ -17,7 +17,7 @@ def test_paper_widths_at_paper_scale():
 
 
 def test_defender_bottleneck_is_capped_at_the_papers_500_beyond_paper_scale():
-    # beacon scale (issue 17): the output layer stays 500 x |Q|, not |Q|/10 x |Q| (10^9 weights at 10^5)
+    # beacon scale: the output layer stays 500 x |Q|, not |Q|/10 x |Q| (10^9 weights at 10^5)
     assert defender_widths(2500, 30, 100_000) == (4573, 3354, 500)
     assert defender_widths(800, 30, 2000) == (1500, 1100, 200)
 
