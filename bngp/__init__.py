@@ -68,6 +68,7 @@ _EXPORTS = {
     "ShrinkNoiseDefense": "bngp.defenses.shrinkage",
     "rank_references": "bngp.game.start",
     "linear_attack_score": "bngp.game.start",
+    "check_linear_attack_memory": "bngp.game.start",
     "run_demo": "bngp.demo",
     "run_sweep": "bngp.sweep",
     "resolve_device": "bngp.device",
@@ -78,6 +79,7 @@ _EXPORTS = {
     "InputError": "bngp.errors",
     "DataFormatError": "bngp.errors",
     "MissingFileError": "bngp.errors",
+    "InsufficientMemoryError": "bngp.errors",
     "UnknownNameError": "bngp.errors",
     "TrainingError": "bngp.errors",
 }

@@ -40,9 +40,11 @@ from bngp.game.start import ReferenceRanking, linear_attack_score, rank_referenc
 from bngp.report import decision_markdown
 from bngp.rng import named_seeds
 
-__all__ = ["DECISION_TOLERANCE", "EXACT_FRACTION", "FULLY_REVEALING_AUC", "VERDICTS", "AttackReading", "DecisionRow",
+__all__ = ["DECISION_TOLERANCE", "EXACT_FRACTION", "FULLY_REVEALING_AUC", "NO_DECISION_HINT", "VERDICTS", "AttackReading", "DecisionRow",
            "ReleaseDecision", "decide_release", "strongest_of_evaluation", "verdict", "frontier_verdict"]
 
+#: what a command line adds to a refusal of the decision for want of memory.
+NO_DECISION_HINT = "; pass --no-decision to skip the release decision"
 #: AUC differences of the converged linear attack below this are not read as a difference between mechanisms.
 DECISION_TOLERANCE = 0.005
 #: a strongest-attack AUC at or above this is "fully revealing".

@@ -14,6 +14,7 @@ __all__ = [
     "MissingFileError",
     "UnknownNameError",
     "TrainingError",
+    "InsufficientMemoryError",
 ]
 
 
@@ -39,3 +40,7 @@ class UnknownNameError(InputError):
 
 class TrainingError(BNGPError, RuntimeError):
     """Training could not proceed (e.g. an incompatible checkpoint)."""
+
+
+class InsufficientMemoryError(InputError):
+    """A step's estimated peak memory exceeds the memory available (:func:`bngp.memory.require_memory`)."""

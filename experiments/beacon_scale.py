@@ -10,7 +10,9 @@ resident memory (``wait4``'s ``ru_maxrss`` of that process alone) are measured s
 3. ``bngp release --draws R --members N --defense laplace:epsilon=E``: the DP releases a steward
    would publish;
 4. ``bngp evaluate`` with the analytic attacks (LRT, adaptive LRT, optimal LRT, score, Homer)
-   against the same defense on R releases.
+   against the same defense on R releases, with ``--no-decision``: the release decision's converged
+   linear attack holds K x |Q| float64 matrices (:func:`bngp.linear.converged_fit_bytes`, over
+   100 GiB at 2,500 x 10^6), which ``bngp evaluate`` refuses before any work on a smaller machine.
 
 The float32 matmul throughput of this machine is measured in the same run (reference for the
 wall times).  Writes OUT/results.json and OUT/report.md; the large files stay in --work.
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     stages.append(run_stage("evaluate", [*bngp, "evaluate", "--population", str(population), "--members",
                                          str(args.members), "--defense", defense, "--attacks", args.attacks, "--releases",
                                          str(args.releases), "--seed", str(args.seed), "--out", str(evaluation),
-                                         "--quiet"], work / "evaluate.log"))
+                                         "--quiet", "--no-decision"], work / "evaluate.log"))
     payload = json.loads(evaluation.read_text())
     loaded = load_population(population)
     results = {

@@ -12,7 +12,10 @@ resident memory (``wait4``'s ``ru_maxrss``) are its own (:func:`beacon_scale.run
    held-out evaluations score all K;
 3. ``bngp evaluate --defense run:RUN`` with the attacks that scale to |Q| = 10^5 (LRT, adaptive
    LRT, score; the per-individual attack, fitted to convergence, scores all K for each of its
-   thousands of Adam steps, about 30 s a step here, so it is left out);
+   thousands of Adam steps, about 30 s a step here, so it is left out), and its release decision
+   (the converged linear attack on the defender and on the mechanisms at its loss, whose K x |Q|
+   float64 matrices dominate the stage's memory; ``train`` runs with ``--no-decision`` so that the
+   decision is read once);
 4. the outside ridge attack (``outside_ridge.py``, from the release to the memberships, its
    penalty chosen on validation releases over the whole spectrum; from the n x n Gram matrix
    since |Q| > n) on ``--shadow`` shadow releases of the trained defender.
@@ -93,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         "--individual-batch", str(args.individual_batch), "--batch-size", str(args.batch_size),
         "--steps", str(args.steps), "--kappa", str(args.kappa), "--refit-every", str(args.refit_every),
         "--eval-every", str(args.eval_every), "--eval-batch", str(args.eval_batch), "--fresh-check-steps", "0",
-        "--seed", str(args.seed), "--threads", threads, "--quiet", "--force", "--out", str(run)], args.work / "train.log"))
+        "--seed", str(args.seed), "--threads", threads, "--quiet", "--force", "--no-decision", "--out", str(run)],
+        args.work / "train.log"))
     evaluation = args.out / "evaluation.json"
     result["stages"].append(run_stage("evaluate", bngp + [
         "evaluate", "--population", str(population), "--members", str(args.members), "--defense", f"run:{run}",
@@ -112,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     report = json.loads(evaluation.read_text())
     attacks = report["attacks"]
     result["utility"] = report["utility"]
+    result["decision"] = report.get("decision")
     result["evaluation"] = {name: {"auc": entry["auc"], "auc_std": entry.get("auc_std")} for name, entry in attacks.items()}
     ridge = json.loads(outside.read_text())
     result["outside_ridge"] = {key: ridge[key] for key in ("auc", "test_auc_std", "penalty", "validation_auc", "shadow_releases")}
@@ -165,6 +170,11 @@ def _report(r: dict) -> str:
         lines.append(f"The product's strongest attack (`{name}`, {strongest:.3f}) is "
                      f"{'not weaker than' if holds else 'WEAKER than'} the outside ridge (2 standard errors of the "
                      f"difference: {2 * error:.4f}).")
+    decision = r.get("decision")
+    if decision:
+        strongest_linear = decision["strongest"]
+        lines += ["", f"Release decision (`bngp evaluate`, part of its stage above): **{decision['sentence']}** "
+                      f"(strongest reading: `{strongest_linear['name']}`, AUC {strongest_linear['auc']:.3f})."]
     history = r["training"]["history"] or []
     if history:
         lines += ["", "| step | held-out AUC (in-game attacker) | held-out utility loss |", "|---|---|---|"]

@@ -4,11 +4,11 @@ simulated (stdpopsim or independent SNVs) or read from a VCF."""
 from __future__ import annotations
 
 import argparse
-import os
 
 from bngp.cli import COMMANDS
 from bngp.data.filters import DEFAULT_MAX_R2
 from bngp.errors import InputError
+from bngp.memory import require_memory
 from bngp.outputs import add_force_arg, claim_outputs
 
 MODELS = ("stdpopsim", "independent")
@@ -89,27 +89,8 @@ def _check_memory(rows: int, snvs: int, packed: bool) -> None:
     the available memory.  Held at once: the bit-packed draw and its split into individuals and
     reference panel (1/8 byte per genotype each), the dense uint8 matrices unless ``packed`` (1 byte
     per genotype) and :data:`_BYTES_PER_SNV` per SNV."""
-    available = _available_memory()
-    if available is None or rows < 1 or snvs < 1:
+    if rows < 1 or snvs < 1:
         return
     needed = rows * snvs * (0.25 + (0.0 if packed else 1.0)) + _BYTES_PER_SNV * snvs
-    if needed > available:
-        hint = "" if packed else "; --packed holds the genotypes 8x smaller"
-        raise InputError(f"`--snvs` {snvs:,} for {rows:,} people needs about {needed / 2**30:.1f} GiB of memory, "
-                         f"more than the {available / 2**30:.1f} GiB available{hint}.")
-
-
-def _available_memory() -> int | None:
-    """Bytes of memory available: ``MemAvailable`` of ``/proc/meminfo`` where the system has it,
-    else the physical memory (None where neither is reported)."""
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):
-        return None
+    hint = "" if packed else "; --packed holds the genotypes 8x smaller"
+    require_memory(needed, f"`--snvs` {snvs:,} for {rows:,} people", hint)

@@ -18,14 +18,14 @@ from bngp.game import (
     ATTACKER_KINDS, CHECKPOINT_FILE, OBJECTIVES, AttackerSettings, DefenderSettings, FreshCheckSettings, Game, GameConfig,
     ObjectiveSettings, SelectionSettings,
 )
-from bngp.game.start import rank_references
+from bngp.game.start import check_linear_attack_memory, rank_references
 from bngp.defenses.budget import BudgetSetting
 from bngp.outputs import check_output_folder
 from bngp.run_dir import add_to_run, check_run_target, staging_dir
 from bngp.defenses.dp import GaussianDefense
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
 from bngp.defenses.trained import load_run_defense
-from bngp.decision import ReleaseDecision, decide_release
+from bngp.decision import NO_DECISION_HINT, ReleaseDecision, decide_release
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -186,7 +186,12 @@ def run(args: argparse.Namespace) -> int:
         budget = setting.resolve(args.utility_budget if args.utility_budget is not None else args.budget)
         print(f"utility budget {budget.describe()}", file=sys.stderr)
     config = _game_config(args, population, budget.value if budget is not None else args.budget)
-    if budget is not None and _starts_at_reference(args):
+    ranked = budget is not None and _starts_at_reference(args)
+    if ranked:  # the start's ranking and the decision read releases of one |Q|-wide mechanism
+        check_linear_attack_memory(population, 1, "; start from f(theta) with --start data-independent")
+    if args.decision:  # the delivered defender releases one copy of f(D) per fixed mechanism and its own
+        check_linear_attack_memory(population, len(config.defender.fixed_gaussian_sigmas) + 1, NO_DECISION_HINT)
+    if ranked:
         if not args.quiet:
             print("ranking the reference mechanisms at the budget by a converged linear attack ...", file=sys.stderr)
         ranking = rank_references(population, args.members, budget.given, seed=args.seed, setting=setting,

@@ -37,9 +37,11 @@ from .early_stop import PatienceReplay, replay_patience
 from .summary import TrainingSummary
 from .trainer import Game
 from .resumable import RunState, run_state, train_once
-from .start import BudgetSurface, LinearAttackScore, ReferenceRanking, ReferenceScore, linear_attack_score, rank_references
+from .start import (BudgetSurface, LinearAttackScore, ReferenceRanking, ReferenceScore, check_linear_attack_memory,
+                    linear_attack_score, rank_references)
 
 __all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig",
            "ObjectiveSettings", "DefenderSettings", "AttackerSettings", "SelectionSettings", "FreshCheckSettings",
            "PatienceReplay", "RunState", "TrainingSummary", "replay_patience", "run_state", "train_once",
-           "BudgetSurface", "LinearAttackScore", "ReferenceRanking", "ReferenceScore", "linear_attack_score", "rank_references"]
+           "BudgetSurface", "LinearAttackScore", "ReferenceRanking", "ReferenceScore", "check_linear_attack_memory",
+           "linear_attack_score", "rank_references"]

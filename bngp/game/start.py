@@ -32,16 +32,17 @@ from bngp.defenses.budget import BudgetSetting, UtilityBudget, reference_at_budg
 from bngp.defenses.network import Defender
 from bngp.defenses.shrinkage import ShrinkNoiseDefense, clipped_deviation_loss
 from bngp.errors import InputError
+from bngp.memory import require_memory
 from bngp.metrics import auc, tpr_at_fpr
 from bngp.release.sampling import release_mechanism, sample_releases
-from bngp.linear import default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
+from bngp.linear import converged_fit_bytes, default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 
 from .config import GameConfig
 
 __all__ = ["SHRINK_GRID", "TEST_RELEASES", "SURFACE_DRAWS", "BudgetSurface", "LinearAttackScore", "ReferenceScore",
            "ReferenceRanking",
-           "linear_attack_score", "rank_references", "start_defender"]
+           "check_linear_attack_memory", "linear_attack_score", "rank_references", "start_defender"]
 
 #: the uniform shrinkages tried for the ``shrinkage`` reference.
 SHRINK_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -140,11 +141,24 @@ class LinearAttackScore:
                 "shadow_releases": self.releases}
 
 
+def check_linear_attack_memory(population: Population, composition: int = 1, hint: str = "",
+                               test_releases: int = TEST_RELEASES) -> None:
+    """Raise :class:`bngp.errors.InsufficientMemoryError` (naming the sizes, then ``hint``) when the
+    converged linear attack of :func:`linear_attack_score` on the releases of a defense of
+    ``population`` (``composition`` releases of |Q| values each) needs more memory than is available
+    (:func:`bngp.linear.converged_fit_bytes`)."""
+    k, width = population.n_individuals, population.n_attributes * int(composition)
+    require_memory(converged_fit_bytes(k, width, _VALIDATION_RELEASES + test_releases),
+                   f"the converged linear attack at {k:,} individuals x {width:,} released values", hint)
+
+
 def linear_attack_score(defense: Defense, population: Population, n_members: int, seed: SeedLike,
                         test_releases: int = TEST_RELEASES) -> LinearAttackScore:
     """The stronger of the converged ridge and whitened maps on ``test_releases`` fresh releases of
     ``defense`` (module docstring), every draw derived from ``seed`` (an int, None or a Generator,
-    :func:`bngp.rng.resolve_seed`)."""
+    :func:`bngp.rng.resolve_seed`).  Refused first, with :class:`bngp.errors.InsufficientMemoryError`,
+    where it would not fit in the available memory (:func:`check_linear_attack_memory`)."""
+    check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
     sample, prior = _sampler(population, n_members, defense, resolve_seed(seed))
     k, width = population.n_individuals, population.n_attributes * defense.composition
     validation = sample(_VALIDATION_RELEASES)

@@ -29,7 +29,7 @@ from bngp.metrics import levelled_off
 from .fits import LinearFit
 
 __all__ = ["DEFAULT_VALIDATION_RELEASES", "SHADOW_FLOAT_BUDGET", "LearningCurve", "Pending", "Prefetcher", "Sampler",
-           "SharedDraws", "default_shadow_releases", "fit_converged", "fit_converged_jointly", "max_shadow_releases"]
+           "SharedDraws", "converged_fit_bytes", "default_shadow_releases", "fit_converged", "fit_converged_jointly", "max_shadow_releases"]
 
 #: the largest shadow set (releases x outputs, float32: 512 MiB) a converged fit may reach.
 SHADOW_FLOAT_BUDGET = 2**27
@@ -75,6 +75,29 @@ def max_shadow_releases(n_individuals: int, n_outputs: int) -> int:
     """
     cap = SHADOW_FLOAT_BUDGET // max(1, int(n_outputs))
     return max(default_shadow_releases(n_individuals, n_outputs), min(cap, 64 * max(int(n_individuals), int(n_outputs))))
+
+
+#: bytes held at the peak of a converged ridge-and-whitened fit, per value of each array (float32 4,
+#: float64 8): the shadow set (its float32 draws, their growth by concatenation, the float64 centred
+#: copy that becomes the residual E, and the thin SVD's workspace), the K x |Q| float64 matrices (the
+#: signal M, the product B_c^T X_c that forms it, M_perp, the ridge and whitened maps and a temporary),
+#: and the validation and test releases (float32 draws and a float64 copy).
+_PEAK_BYTES_PER_SHADOW_VALUE = 28
+_PEAK_BYTES_PER_MAP_VALUE = 48
+_PEAK_BYTES_PER_HELD_OUT_VALUE = 12
+
+
+def converged_fit_bytes(n_individuals: int, n_outputs: int, held_out_releases: int = 1000) -> int:
+    """An upper estimate of the peak memory (bytes) of :func:`fit_converged_jointly` with
+    :func:`bngp.linear.whitened.fit_ridge_and_whitened` up to :func:`max_shadow_releases`, scored on
+    ``held_out_releases`` validation and test releases:
+    28 R_max |Q| + 48 K |Q| + 12 V |Q| (R_max shadow releases, V held-out ones; the bytes per value
+    are those of the arrays held at once, listed above; ``docs/design/linear.md`` compares the
+    estimate with measured peaks)."""
+    k, q = int(n_individuals), int(n_outputs)
+    shadow = max_shadow_releases(k, q) * q
+    return (_PEAK_BYTES_PER_SHADOW_VALUE * shadow + _PEAK_BYTES_PER_MAP_VALUE * k * q
+            + _PEAK_BYTES_PER_HELD_OUT_VALUE * int(held_out_releases) * q)
 
 
 @dataclass(frozen=True)

@@ -131,3 +131,34 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing(case, small_population_
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert fragment in lines[0], lines[0]
     assert {path for path in work.rglob("*")} == before, "the failed command left files behind"
+
+
+#: the release decision (and a budget's reference ranking) read the release with a converged linear attack
+#: whose peak memory is estimated first: refused before any work where it does not fit, with the way around.
+DECISION_MEMORY_CASES = {
+    "evaluate-decision": (lambda t, p: ["evaluate", "--population", p, "--members", "20", "--defense", "laplace:epsilon=5",
+                                        "--attacks", "score", "--out", t / "e.json"], "--no-decision"),
+    "audit-mechanism-decision": (lambda t, p: ["audit-mechanism", "--population", p, "--members", "20", "--defense",
+                                               "laplace:epsilon=5", "--mode", "many-run", "--attack", "score", "--canaries", "10", "--runs", "20",
+                                               "--out", t / "a.json"], "--no-decision"),
+    "train-decision": (lambda t, p: ["train", "--population", p, "--members", "20", "--steps", "2", "--out", t / "run"],
+                       "--no-decision"),
+    "train-budget-ranking": (lambda t, p: ["train", "--no-decision", "--population", p, "--members", "20",
+                                           "--utility-budget", "0.5x", "--steps", "2", "--out", t / "run"],
+                             "--start data-independent"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DECISION_MEMORY_CASES))
+def test_a_decision_beyond_memory_is_refused_before_any_work(case, small_population_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("bngp.memory.available_memory", lambda: 2**20)  # 1 MiB left
+    work = tmp_path / "work"
+    work.mkdir()
+    build, fragment = DECISION_MEMORY_CASES[case]
+    code = main([str(a) for a in build(work, small_population_file)])
+    err = capsys.readouterr().err
+    lines = [line for line in err.strip().splitlines() if line and not line.startswith("utility budget")]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "the converged linear attack at 40 individuals x " in lines[0] and "GiB of memory, more than the 0.0 GiB" \
+        in lines[0] and fragment in lines[0], lines[0]
+    assert not list(work.iterdir()), "the refused command left files behind"
