@@ -36,15 +36,13 @@ from bngp.data.population import Population
 from bngp.defenses.base import Defense
 from bngp.defenses.budget import BudgetSetting, UtilityBudget
 from bngp.game.config import BUDGET_TOLERANCE
-from bngp.game.start import ReferenceRanking, linear_attack_score, rank_references
+from bngp.game.start import ReferenceRanking, check_linear_attack_memory, linear_attack_score, rank_references
 from bngp.report import decision_markdown
 from bngp.rng import named_seeds
 
-__all__ = ["DECISION_TOLERANCE", "EXACT_FRACTION", "FULLY_REVEALING_AUC", "NO_DECISION_HINT", "VERDICTS", "AttackReading", "DecisionRow",
-           "ReleaseDecision", "decide_release", "strongest_of_evaluation", "verdict", "frontier_verdict"]
+__all__ = ["DECISION_TOLERANCE", "EXACT_FRACTION", "FULLY_REVEALING_AUC", "VERDICTS", "AttackReading", "DecisionRow",
+           "ReleaseDecision", "check_decision_memory", "decide_release", "strongest_of_evaluation", "verdict", "frontier_verdict"]
 
-#: what a command line adds to a refusal of the decision for want of memory.
-NO_DECISION_HINT = "; pass --no-decision to skip the release decision"
 #: AUC differences of the converged linear attack below this are not read as a difference between mechanisms.
 DECISION_TOLERANCE = 0.005
 #: a strongest-attack AUC at or above this is "fully revealing".
@@ -166,6 +164,13 @@ def strongest_of_evaluation(payload: dict) -> AttackReading:
     entry = payload["attacks"][name]
     return AttackReading(name, float(entry["auc"]), float(entry["tpr_at_fpr"]["0.01"]),
                          float(entry["tpr_at_fpr"]["0.001"]))
+
+
+def check_decision_memory(population: Population, composition: int = 1) -> None:
+    """Refuse, before any work, a decision whose converged linear attack on releases of ``composition``
+    copies of |Q| values would not fit in the available memory
+    (:func:`bngp.game.start.check_linear_attack_memory`), with the command line's way around it."""
+    check_linear_attack_memory(population, composition, "; pass --no-decision to skip the release decision")
 
 
 def decide_release(population: Population, n_members: int, defense: Defense, *,

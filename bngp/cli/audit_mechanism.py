@@ -50,8 +50,7 @@ from bngp.cli import COMMANDS
 from bngp.audit import eps_delta_tradeoff
 from bngp.mechanism_audit import DEFAULT_RUNS, MODES, NEIGHBOURING, MechanismAuditResult, audit_mechanism
 from bngp.cli.common import add_device_arg, add_population_args, add_threads_arg, load_population_and_prior
-from bngp.decision import NO_DECISION_HINT, decide_release
-from bngp.game.start import check_linear_attack_memory
+from bngp.decision import check_decision_memory, decide_release
 from bngp.device import resolve_device
 from bngp.io_utils import write_json, write_text
 from bngp.report import mechanism_audit_markdown, plot_tradeoff
@@ -214,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     population, _ = load_population_and_prior(args.population, args.members)
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
     if args.decision:  # a decision that would not fit in memory fails before any work
-        check_linear_attack_memory(population, defense.composition, NO_DECISION_HINT)
+        check_decision_memory(population, defense.composition)
     result = audit_mechanism(
         population,
         defense,

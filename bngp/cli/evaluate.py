@@ -15,8 +15,7 @@ from bngp.attacks.training import AttackerTrainingConfig
 from bngp.cli.common import (add_device_arg, add_population_args, add_threads_arg, add_workers_arg, load_population_and_prior,
                              parse_patience)
 from bngp.device import resolve_device
-from bngp.game.start import check_linear_attack_memory
-from bngp.decision import NO_DECISION_HINT, decide_release, strongest_of_evaluation
+from bngp.decision import check_decision_memory, decide_release, strongest_of_evaluation
 from bngp.game.config import BUDGET_TOLERANCE
 from bngp.evaluate import evaluate_defense
 from bngp.errors import InputError
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         setting = BudgetSetting.of(population, args.members)
         budget = setting.resolve(budget_text)
     if args.decision:  # a decision that would not fit in memory fails before any work
-        check_linear_attack_memory(population, defense.composition, NO_DECISION_HINT)
+        check_decision_memory(population, defense.composition)
     workers = resolve_workers(args.workers, population.n_individuals * population.n_attributes * defense.composition)
     result = evaluate_defense(population, prior, defense, args.attacks, releases=args.releases, seed=args.seed,
                               n_members=args.members, progress=not args.quiet, device=device, attacker=attacker,

@@ -25,7 +25,7 @@ from bngp.run_dir import add_to_run, check_run_target, staging_dir
 from bngp.defenses.dp import GaussianDefense
 from bngp.defenses.registry import DefenseContext, parse_defense_spec
 from bngp.defenses.trained import load_run_defense
-from bngp.decision import NO_DECISION_HINT, ReleaseDecision, decide_release
+from bngp.decision import ReleaseDecision, check_decision_memory, decide_release
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -187,10 +187,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"utility budget {budget.describe()}", file=sys.stderr)
     config = _game_config(args, population, budget.value if budget is not None else args.budget)
     ranked = budget is not None and _starts_at_reference(args)
-    if ranked:  # the start's ranking and the decision read releases of one |Q|-wide mechanism
+    if ranked:  # the references release one copy of f(D); checked before any work, as is the decision
         check_linear_attack_memory(population, 1, "; start from f(theta) with --start data-independent")
     if args.decision:  # the delivered defender releases one copy of f(D) per fixed mechanism and its own
-        check_linear_attack_memory(population, len(config.defender.fixed_gaussian_sigmas) + 1, NO_DECISION_HINT)
+        check_decision_memory(population, len(config.defender.fixed_gaussian_sigmas) + 1)
     if ranked:
         if not args.quiet:
             print("ranking the reference mechanisms at the budget by a converged linear attack ...", file=sys.stderr)
