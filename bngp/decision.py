@@ -8,14 +8,15 @@ For a defense (any mechanism releasing x for a dataset D of ``n_members`` of the
   ``bngp train`` and ``bngp evaluate`` report, checked against a utility budget when one is given
   (met within :data:`BUDGET_TOLERANCE`, as in training);
 - its privacy is read twice: by the strongest attack of an evaluation (when one was run) and by the
-  converged linear attack of :func:`bngp.game.start.linear_attack_score` (ridge and whitened maps from
+  converged linear attack of :func:`bngp.references.linear_attack_score` (ridge and whitened maps from
   release to membership, shadow releases doubled until the validation AUC levels off, the penalty chosen
   on validation over the whole spectrum);
 - the comparison mechanisms are calibrated to the same loss and read by the same converged linear
-  attack (:func:`bngp.game.start.rank_references`): Laplace and Gaussian noise on f(D) (with their eps),
-  and the best reference mechanism (shrinkage towards the data-independent release f(theta) plus noise,
+  attack (:func:`bngp.references.rank_references`): Laplace and Gaussian noise on f(D) (with their eps),
+  the best reference mechanism (shrinkage towards the data-independent release f(theta) plus noise,
   per-attribute shrinkage and noise against the linear-Gaussian decoder, suppression of the most
-  revealing attributes); f(theta) itself has loss L0 and reveals nothing (AUC 1/2 by construction,
+  revealing attributes, and where K - 1 < |Q| noise shaped to the candidates' row space,
+  :mod:`bngp.defenses.shaped`) and, there, Gaussian noise in the row space; f(theta) itself has loss L0 and reveals nothing (AUC 1/2 by construction,
   arXiv:2410.07414 section 3.3).
 
 The verdict, in this order: ``data-independent`` (loss within 1% of L0 and no attack above chance),
@@ -36,7 +37,10 @@ from bngp.data.population import Population
 from bngp.defenses.base import Defense
 from bngp.defenses.budget import BudgetSetting, UtilityBudget
 from bngp.game.config import BUDGET_TOLERANCE
-from bngp.game.start import ReferenceRanking, check_linear_attack_memory, linear_attack_score, rank_references
+from bngp.data.geometry import THREAT_MODEL, shaping_applies
+from bngp.references import SHAPED_GAUSSIAN, ReferenceRanking, check_linear_attack_memory, linear_attack_score, \
+    rank_references
+from bngp.defenses.shaped import ProjectedDefense, ShapedNoiseDefense
 from bngp.report import decision_markdown
 from bngp.rng import named_seeds
 
@@ -110,6 +114,8 @@ class ReleaseDecision:
             :data:`EXACT_FRACTION` of L0, the exact release, or at least L0).
         best_reference: the label of the best reference row, if any.
         seed: the seed of the comparison's releases and fits.
+        threat_model: :data:`bngp.data.geometry.THREAT_MODEL` when a mechanism compared (or the release) shapes
+            its noise to the population, else None.
     """
 
     verdict: str
@@ -121,6 +127,7 @@ class ReleaseDecision:
     rows: tuple[DecisionRow, ...]
     best_reference: str | None
     seed: int
+    threat_model: str | None = None
 
     @property
     def sentence(self) -> str:
@@ -134,7 +141,7 @@ class ReleaseDecision:
                 "data_independent_loss": self.data_independent_loss, "budget": self.budget,
                 "budget_met": self.budget_met, "strongest": self.strongest.to_dict(),
                 "rows": [row.to_dict() for row in self.rows], "best_reference": self.best_reference,
-                "seed": self.seed, "tolerance": DECISION_TOLERANCE}
+                "seed": self.seed, "tolerance": DECISION_TOLERANCE, "threat_model": self.threat_model}
 
     def summary_lines(self) -> list[str]:
         """The plain-text lines a command prints last."""
@@ -145,6 +152,8 @@ class ReleaseDecision:
         for row in self.rows[1:]:
             epsilon = "" if row.epsilon is None else f", eps {row.epsilon:.3g}"
             lines.append(f"  {row.label}: linear-attack AUC {row.auc:.4f}, TPR {row.tpr_at_1pct:.3f} at 1% FPR{epsilon}")
+        if self.threat_model:
+            lines.append(f"  threat model: {self.threat_model}")
         return lines
 
     def markdown_lines(self) -> list[str]:
@@ -169,7 +178,7 @@ def strongest_of_evaluation(payload: dict) -> AttackReading:
 def check_decision_memory(population: Population, composition: int = 1) -> None:
     """Refuse, before any work, a decision whose converged linear attack on releases of ``composition``
     copies of |Q| values would not fit in the available memory
-    (:func:`bngp.game.start.check_linear_attack_memory`), with the command line's way around it."""
+    (:func:`bngp.references.check_linear_attack_memory`), with the command line's way around it."""
     check_linear_attack_memory(population, composition, "; pass --no-decision to skip the release decision")
 
 
@@ -213,10 +222,16 @@ def decide_release(population: Population, n_members: int, defense: Defense, *,
         best_label = best.label
         rows.append(DecisionRow(f"best reference: {best.label}", best.loss, best.auc, best.tpr_at_1pct,
                                 best.tpr_at_01pct, best.epsilon))
+        shaped = scores.get(SHAPED_GAUSSIAN)
+        if shaped is not None:
+            rows.append(DecisionRow("Gaussian noise in the population's row space (matched)", shaped.loss, shaped.auc,
+                                    shaped.tpr_at_1pct, shaped.tpr_at_01pct, shaped.epsilon))
     rows.append(DecisionRow("data-independent release f(theta)", baseline, 0.5, 0.01, 0.001))
     met = None if budget is None else bool(loss <= budget.value * (1 + BUDGET_TOLERANCE) + 1e-12)
+    shaping = (shaping_applies(population) and best_label is not None) or isinstance(defense, (ShapedNoiseDefense,
+                                                                                               ProjectedDefense))
     return ReleaseDecision(verdict(loss, baseline, strongest, rows), loss, baseline, None if budget is None else budget.value, met, strongest,
-                           tuple(rows), best_label, seed)
+                           tuple(rows), best_label, seed, THREAT_MODEL if shaping else None)
 
 
 def verdict(loss: float, baseline: float, strongest: AttackReading, rows: list[DecisionRow] | tuple[DecisionRow, ...]) -> str:

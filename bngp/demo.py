@@ -4,7 +4,7 @@
    reference panel, |Q| SNVs;
 2. train a BNGP defender for a utility budget (a fraction of the loss L0 of the data-independent
    release f(theta), arXiv:2410.07414 section 3.3), started from the best reference mechanism at that
-   budget (:mod:`bngp.game.start`);
+   budget (:mod:`bngp.references`);
 3. attack the exact release f(D), Laplace noise at the same budget and the defender with the Bayesian
    attacker, the linear attackers fitted to convergence and the analytic attacks, on fresh releases;
 4. read the defender's release decision (:mod:`bngp.decision`): its loss against the budget, the
@@ -33,7 +33,8 @@ from bngp.defenses.trained import load_run_defense
 from bngp.errors import InputError
 from bngp.evaluate import evaluate_defense
 from bngp.game import FreshCheckSettings, Game, GameConfig, ObjectiveSettings
-from bngp.game.start import rank_references
+from bngp.game.start import start_config
+from bngp.references import rank_references
 from bngp.io_utils import write_json, write_text
 from bngp.outputs import check_new_directory
 from bngp.report import evaluation_markdown, plot_roc
@@ -95,7 +96,7 @@ def run_demo(out_dir: str | Path, config: DemoConfig = DemoConfig(), progress: b
         "the best reference mechanism at that budget")
     ranking = rank_references(population, config.members, budget.given, seed=config.seed, setting=setting,
                               progress=progress)
-    game_config = ranking.started(GameConfig(
+    game_config = start_config(ranking, GameConfig(
         steps=config.steps, seed=config.seed, objective=ObjectiveSettings(kind="utility-budget", budget=budget.value),
         fresh_check=FreshCheckSettings(steps=0)))
     start_record = {"reference": ranking.best_score.label, "ranking": ranking.to_dict()}

@@ -62,6 +62,7 @@ from .calibration import (
 from .trained import TrainedDefense, load_run_defense
 from .matched_run import MatchedDefense, matched_to_run
 from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense, clipped_deviation_loss
+from .shaped import WEIGHTINGS, ProjectedDefense, ShapedNoiseDefense, direction_weights, pairwise_sensitivity
 from .budget import (
     CALIBRATION_DRAWS,
     CALIBRATION_SEED,
@@ -71,6 +72,7 @@ from .budget import (
     UtilityBudget,
     parse_budget,
     reference_at_budget,
+    shaped_at_budget,
 )
 from .linear_optimum import LinearOptimum, decoder_aucs, optimise_precisions
 from .matched import (
@@ -92,6 +94,12 @@ __all__ = [
     "NOISE_LAWS",
     "ShrinkNoiseDefense",
     "clipped_deviation_loss",
+    "WEIGHTINGS",
+    "ProjectedDefense",
+    "ShapedNoiseDefense",
+    "direction_weights",
+    "pairwise_sensitivity",
+    "shaped_at_budget",
     "CALIBRATION_DRAWS",
     "CALIBRATION_SEED",
     "REFERENCE_KINDS",

@@ -100,6 +100,7 @@ def load_defender(path: str | Path) -> DefenderArtifact:
             shrink=bool(spec_data.get("shrink", False)),
             full_rank_noise=bool(spec_data.get("full_rank_noise", False)),
             noise_law=str(spec_data.get("noise_law", "gaussian")),
+            row_space_rank=int(spec_data.get("row_space_rank", 0)),
         )
     except (KeyError, TypeError, ValueError, InputError):
         raise DataFormatError(f"{path}: the defender's architecture record is malformed.") from None

@@ -29,6 +29,8 @@ scaled by Brent's method):
 The SPECs registered here (``--defense``): ``budget-laplace:budget=U``, ``budget-gaussian:budget=U``,
 ``shrinkage:budget=U,shrink=A[,noise=laplace|gaussian]``, ``suppression:budget=U``,
 ``linear-optimal:budget=U[,noise=laplace|gaussian]``, ``time-sharing:budget=U``; U absolute or ``Fx``.
+``budget-gaussian``, ``shrinkage`` and ``linear-optimal`` take ``space=population`` (Gaussian noise in the
+candidates' row space, :mod:`bngp.defenses.shaped`; ``weighting=flat|eigen`` for the first two).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import numpy as np
 import torch
 from scipy.optimize import brentq
 
+from bngp.data.geometry import PopulationSpace
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError
@@ -49,6 +52,7 @@ from bngp.rng import make_rng, torch_generator
 from .base import Defense
 from .linear_optimum import optimise_precisions
 from .context import DefenseContext, DefenseFactory
+from .shaped import WEIGHTINGS, ShapedNoiseDefense, direction_weights
 from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense
 
 __all__ = [
@@ -58,6 +62,7 @@ __all__ = [
     "CALIBRATION_SEED",
     "MEASUREMENT_SEED",
     "REFERENCE_KINDS",
+    "SPACES",
     "UtilityBudget",
     "BudgetSetting",
     "TimeSharingDefense",
@@ -66,6 +71,8 @@ __all__ = [
     "shrinkage_at_budget",
     "suppression_at_budget",
     "linear_optimal_at_budget",
+    "shaped_at_budget",
+    "row_space_optimal_at_budget",
     "time_sharing_at_budget",
     "reference_at_budget",
 ]
@@ -77,6 +84,8 @@ CALIBRATION_DRAWS = 2000
 CALIBRATION_SEED = 20241009
 #: the seed of the noise of :meth:`BudgetSetting.measured_loss`.
 MEASUREMENT_SEED = CALIBRATION_SEED + 1
+#: where a reference's noise lives: every attribute, or the candidates' row space (:mod:`bngp.defenses.shaped`).
+SPACES = ("attributes", "population")
 #: the references :func:`reference_at_budget` builds.
 REFERENCE_KINDS = ("laplace", "gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
 
@@ -182,17 +191,30 @@ class BudgetSetting:
             raise InputError(f"the shrinkage alone costs {floor:.5g}, above the budget {budget.value:.5g}.")
         if not np.any(shape > 0):
             return base
+        return self.scaled_to(lambda factor: base.with_scale(factor * shape), budget,
+                              budget.value / float(np.mean(shape)))
+
+    def scaled_to(self, build, budget: UtilityBudget, high: float) -> ShrinkNoiseDefense:
+        """``build(c)`` at the c > 0 whose expected loss is the budget (Brent's method, bracket grown from
+        ``high``); ``build(0)`` must be within the budget and the loss must grow with c."""
 
         def excess(factor: float) -> float:
-            return self.loss(base.with_scale(factor * shape)) - budget.value
+            return self.loss(build(factor)) - budget.value
 
-        high = budget.value / float(np.mean(shape))
         while excess(high) < 0:
             high *= 2.0
             if high > 1e12:
                 raise InputError(f"no noise scale reaches the budget {budget.value:.5g}.")
-        factor = brentq(excess, 0.0, high, xtol=1e-14, rtol=1e-12)
-        return base.with_scale(factor * shape)
+        return build(brentq(excess, 0.0, high, xtol=1e-14, rtol=1e-12))
+
+    @property
+    def space(self) -> PopulationSpace:
+        """The candidates' geometry (:class:`bngp.data.geometry.PopulationSpace`), computed once."""
+        cached = self.__dict__.get("_space")
+        if cached is None:
+            cached = PopulationSpace.of(self.population, self.n_members)
+            object.__setattr__(self, "_space", cached)
+        return cached
 
 
 def dp_at_budget(setting: BudgetSetting, budget: UtilityBudget, law: str = "laplace") -> ShrinkNoiseDefense:
@@ -238,6 +260,23 @@ def suppression_at_budget(setting: BudgetSetting, budget: UtilityBudget) -> Shri
                               {"suppressed": whole})
 
 
+def shaped_at_budget(setting: BudgetSetting, budget: UtilityBudget, shrink: float = 0.0,
+                     weighting: str = "flat") -> ShapedNoiseDefense:
+    """One shrinkage a towards t, then Gaussian noise in the candidates' row space weighted ``weighting``
+    (:class:`~bngp.defenses.shaped.ShapedNoiseDefense`), its scale calibrated to the budget."""
+    if not 0.0 <= shrink <= 1.0:
+        raise InputError(f"`shrink` must be in [0, 1], got {shrink:g}.")
+    space = setting.space
+    label = "gaussian" if shrink == 0 else "shrinkage"
+    record = {"budget": budget.to_dict(), "shrink": float(shrink), "space": "population", "weighting": weighting}
+    shape = ShapedNoiseDefense(space, shrink, direction_weights(space, weighting), setting.n_members, label, record,
+                               weighting=weighting)
+    floor = setting.loss(shape.scaled(0.0))
+    if floor > budget.value * (1 + 1e-9):
+        raise InputError(f"the shrinkage alone costs {floor:.5g}, above the budget {budget.value:.5g}.")
+    return setting.scaled_to(shape.scaled, budget, budget.value / max(float(np.mean(shape.scale)), 1e-300))
+
+
 def linear_optimal_at_budget(setting: BudgetSetting, budget: UtilityBudget, law: str = "laplace") -> ShrinkNoiseDefense:
     """Per-attribute shrinkage and noise optimised against the linear-Gaussian decoder
     (:func:`~bngp.defenses.linear_optimum.optimise_precisions`), its noise rescaled to the budget; with
@@ -246,6 +285,32 @@ def linear_optimal_at_budget(setting: BudgetSetting, budget: UtilityBudget, law:
     shape = optimum.sigma / math.sqrt(2.0) if law == "laplace" else optimum.sigma
     return setting.calibrated(optimum.shrink, shape, law, budget, "linear-optimal",
                               {"model_auc": optimum.model_auc, "model_loss": optimum.model_loss})
+
+
+def row_space_optimal_at_budget(setting: BudgetSetting, budget: UtilityBudget) -> ShapedNoiseDefense:
+    """Shrinkage and Gaussian noise per direction of the candidates' row space optimised against the
+    linear-Gaussian decoder, its noise rescaled to the budget.
+
+    In the coordinates y = V^T (x - t) the release is y_i = (1 - a_i) s_i U_i^T (b - theta) / N + w_i g_i: the
+    model of :mod:`~bngp.defenses.linear_optimum` with the K x r matrix U diag(s) in place of the centred
+    genotypes (its column variances are the eigenvalues lambda_i of Cov(f(D))), so
+    :func:`~bngp.defenses.linear_optimum.optimise_precisions` gives each direction its Wiener shrinkage and
+    noise.  Its loss model counts directions, not attributes; the exact per-attribute loss is the closed form
+    of :class:`~bngp.defenses.shaped.ShapedNoiseDefense`, and where the optimum's shrinkage alone spends more
+    than the budget the model budget is lowered (by 0.8 at a time) until it does not."""
+    space = setting.space
+    directions = space.left * space.singular_values
+    record = {"budget": budget.to_dict(), "space": "population", "weighting": "optimal"}
+    fraction = budget.fraction
+    for _ in range(12):
+        optimum = optimise_precisions(directions, setting.n_members, fraction)
+        shape = ShapedNoiseDefense(space, optimum.shrink, optimum.sigma, setting.n_members, "linear-optimal",
+                                   {**record, "model_auc": optimum.model_auc, "model_budget": fraction},
+                                   weighting="optimal")
+        if setting.loss(shape.scaled(0.0)) <= budget.value * (1 + 1e-9):
+            return setting.scaled_to(shape.scaled, budget, budget.value / max(float(np.mean(shape.scale)), 1e-300))
+        fraction *= 0.8
+    raise InputError(f"no shrinkage in the row space fits the budget {budget.value:.5g}.")
 
 
 class TimeSharingDefense(Defense):
@@ -276,10 +341,26 @@ def time_sharing_at_budget(setting: BudgetSetting, budget: UtilityBudget) -> Tim
 
 
 def reference_at_budget(kind: str, setting: BudgetSetting, budget: UtilityBudget, *, shrink: float | None = None,
-                        law: str = "laplace") -> Defense:
-    """The reference ``kind`` (:data:`REFERENCE_KINDS`) at the budget."""
+                        law: str = "laplace", space: str = "attributes", weighting: str = "flat") -> Defense:
+    """The reference ``kind`` (:data:`REFERENCE_KINDS`) at the budget; with ``space="population"`` (Gaussian
+    ``budget-gaussian`` and ``shrinkage`` only) its noise confined to the candidates' row space, weighted
+    ``weighting`` (:func:`shaped_at_budget`)."""
     if law not in NOISE_LAWS:
         raise InputError(f"`noise` must be one of {', '.join(NOISE_LAWS)}, got {law!r}.")
+    if space not in SPACES:
+        raise InputError(f"`space` must be one of {', '.join(SPACES)}, got {space!r}.")
+    if weighting not in WEIGHTINGS:
+        raise InputError(f"`weighting` must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}.")
+    if space == "population":
+        if kind not in ("gaussian", "shrinkage", "linear-optimal") or law != "gaussian":
+            raise InputError("`space=population` shapes Gaussian noise only (budget-gaussian, or shrinkage or "
+                             "linear-optimal with noise=gaussian): rotated into the row space, Laplace noise has no "
+                             "closed-form loss.")
+        if kind == "linear-optimal":
+            return row_space_optimal_at_budget(setting, budget)
+        if kind == "shrinkage" and shrink is None:
+            raise InputError("the shrinkage reference needs `shrink=A`.")
+        return shaped_at_budget(setting, budget, 0.0 if kind == "gaussian" else shrink, weighting)
     if kind in ("laplace", "gaussian"):
         return dp_at_budget(setting, budget, kind)
     if kind == "shrinkage":
@@ -312,7 +393,15 @@ def spec_factory(spec_name: str, kind: str, keys: tuple[str, ...]) -> DefenseFac
                 shrink = float(params["shrink"])
             except ValueError:
                 raise InputError(f"`shrink` of defense `{spec_name}` must be a number, got {params['shrink']!r}.") from None
-        defense = reference_at_budget(kind, setting, budget, shrink=shrink, law=params.get("noise", "laplace"))
+        space = params.get("space", "attributes")
+        if "weighting" in params and space != "population":
+            raise InputError(f"`weighting` of defense `{spec_name}` shapes noise in the population's row space; "
+                             "give it with `space=population`.")
+        law = params.get("noise", "gaussian" if space == "population" else "laplace")
+        if kind == "gaussian":
+            law = "gaussian"
+        defense = reference_at_budget(kind, setting, budget, shrink=shrink, law=law, space=space,
+                                      weighting=params.get("weighting", "flat"))
         if isinstance(defense, ShrinkNoiseDefense):
             defense.name = spec_name
         return defense

@@ -18,6 +18,10 @@ sigma >= 0 learned: the network's own noise comes from q uniforms through a 500-
 so it lies near a q-dimensional manifold that a linear attacker fitted on enough releases
 projects out (whitened by the noise covariance, :func:`bngp.linear.fit_whitened`); sigma * e
 has full rank whatever q.
+Optionally (``row_space_rank`` = r > 0) that noise, and the shrinkage, live in the candidates' row space
+instead (:mod:`bngp.data.geometry`): xi += V diag(1 - alpha) V^T (f(D) - t) - (f(D) - t) + V (sigma o e),
+e ~ N(0, I_r), V a fixed |Q| x r orthonormal basis (:meth:`Defender.set_noise_basis`), alpha and sigma one
+learned value per direction: the family of :class:`bngp.defenses.shaped.ShapedNoiseDefense`.
 """
 
 from __future__ import annotations
@@ -69,16 +73,29 @@ class DefenderSpec:
     shrink: bool = False
     full_rank_noise: bool = False
     noise_law: str = "gaussian"
+    row_space_rank: int = 0
 
     def __post_init__(self) -> None:
         if self.noise_law not in NOISE_LAWS:
             raise InputError(f"`noise_law` must be one of {', '.join(NOISE_LAWS)}, got {self.noise_law!r}.")
+        if self.row_space_rank:
+            if not (self.full_rank_noise and self.noise_law == "gaussian"):
+                raise InputError("noise in the row space needs full-rank Gaussian noise.")
+            if not 1 <= self.row_space_rank <= self.n_outputs:
+                raise InputError(f"`row_space_rank` must be in 1..{self.n_outputs}, got {self.row_space_rank}.")
+
+    @property
+    def noise_width(self) -> int:
+        """How many unit draws the full-rank noise takes: |Q|, or r in the row space (0 without it)."""
+        if not self.full_rank_noise:
+            return 0
+        return self.row_space_rank or self.n_outputs
 
     @property
     def randomness_dim(self) -> int:
-        """Width of the randomness G consumes per release: q uniforms, plus |Q| unit draws of the
-        full-rank noise's law (standard normal, or Laplace(1))."""
-        return self.noise_dim + (self.n_outputs if self.full_rank_noise else 0)
+        """Width of the randomness G consumes per release: q uniforms, plus the full-rank noise's unit draws
+        (:attr:`noise_width`; standard normal, or Laplace(1))."""
+        return self.noise_dim + self.noise_width
 
     def resolved_widths(self) -> tuple[int, int, int]:
         return self.widths or defender_widths(self.n_individuals, self.noise_dim, self.n_outputs)
@@ -89,6 +106,8 @@ class DefenderSpec:
         data["widths"] = list(self.resolved_widths())
         if self.noise_law == "gaussian":
             del data["noise_law"]
+        if not self.row_space_rank:
+            del data["row_space_rank"]
         return data
 
 
@@ -113,11 +132,34 @@ class Defender(nn.Module):
         if self.skip is not None:
             nn.init.zeros_(self.skip.weight)
         if spec.shrink:
-            self.shrink_weight = nn.Parameter(torch.zeros(spec.n_outputs))
+            self.shrink_weight = nn.Parameter(torch.zeros(spec.row_space_rank or spec.n_outputs))
             self.register_buffer("shrink_target", torch.zeros(spec.n_outputs))
         else:
             self.shrink_weight = None
-        self.noise_scale = nn.Parameter(torch.zeros(spec.n_outputs)) if spec.full_rank_noise else None
+        self.noise_scale = nn.Parameter(torch.zeros(spec.noise_width)) if spec.full_rank_noise else None
+        if spec.row_space_rank:
+            self.register_buffer("noise_basis", torch.zeros(spec.n_outputs, spec.row_space_rank))
+        else:
+            self.noise_basis = None
+
+    def set_noise_basis(self, basis: np.ndarray | torch.Tensor) -> None:
+        """Set V (|Q| x r), the orthonormal basis of the row space the full-rank noise lives in."""
+        if self.noise_basis is None:
+            raise InputError("this defender's noise is not in a row space (DefenderSpec.row_space_rank=0).")
+        basis = torch.as_tensor(np.asarray(basis), dtype=torch.float32)
+        if tuple(basis.shape) != tuple(self.noise_basis.shape):
+            raise InputError(f"the noise basis must be {tuple(self.noise_basis.shape)}, got {tuple(basis.shape)}.")
+        self.noise_basis.copy_(basis)
+
+    def marginal_noise_scales(self) -> torch.Tensor | None:
+        """Each attribute's standard deviation of the full-rank noise: sigma, or sqrt(V^2 sigma^2) in the row
+        space (None without it)."""
+        if self.noise_scale is None:
+            return None
+        scale = self.noise_scale.detach().double()
+        if self.noise_basis is None:
+            return scale.clone()
+        return torch.sqrt((self.noise_basis.double() ** 2) @ scale**2)
 
     def set_shrink_target(self, target: np.ndarray | torch.Tensor) -> None:
         """Set t, the statistic the release is shrunk towards (the prior-mean statistic f(theta))."""
@@ -138,7 +180,8 @@ class Defender(nn.Module):
             self.noise_scale.clamp_(min=0.0)
 
     def shrinkage(self) -> torch.Tensor | None:
-        """alpha, the learned per-attribute shrinkage towards t (None without shrinkage)."""
+        """alpha, the learned shrinkage towards t, per attribute or, in the row space, per direction (None without
+        shrinkage)."""
         return None if self.shrink_weight is None else self.shrink_weight.detach().clone()
 
     def forward(self, b: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor | None = None) -> torch.Tensor:
@@ -165,12 +208,19 @@ class Defender(nn.Module):
         drawing = not torch.is_grad_enabled()
         if self.noise_scale is not None:
             noise = self.noise_scale * r[:, self.spec.noise_dim :]
+            if self.noise_basis is not None:
+                noise = noise @ self.noise_basis.T
             xi = xi.add_(noise) if drawing else xi + noise
             del noise  # not held while the float64 release below is formed
         if self.shrink_weight is None:
             return xi
         if x_hat is None or x_hat.shape != xi.shape:
             raise InputError(f"a shrinking defender needs x_hat = f(D) of shape {tuple(xi.shape)}.")
+        if self.noise_basis is not None:  # in the row space: only the signal's coordinates, each shrunk by alpha_i
+            basis = self.noise_basis.double()
+            centred = x_hat.double() - self.shrink_target.double()
+            shift = ((centred @ basis) * (1.0 - self.shrink_weight.double())) @ basis.T - centred
+            return xi.double().add_(shift) if drawing else xi.double() + shift
         # in float64, so that alpha = 1 releases exactly t (see bngp.release.mechanism.perturb)
         if not drawing:
             return xi.double() + self.shrink_weight.double() * (self.shrink_target.double() - x_hat.double())
@@ -188,9 +238,9 @@ class Defender(nn.Module):
         if not self.spec.full_rank_noise:
             return uniform
         if self.spec.noise_law == "laplace":
-            unit = sample_laplace((n, self.spec.n_outputs), 1.0, generator).float()
+            unit = sample_laplace((n, self.spec.noise_width), 1.0, generator).float()
         else:
-            unit = torch.randn((n, self.spec.n_outputs), generator=generator)
+            unit = torch.randn((n, self.spec.noise_width), generator=generator)
         return torch.cat([uniform, unit], dim=1)
 
     @torch.no_grad()

@@ -35,6 +35,20 @@ def _epsilon_or_scale(params: dict[str, str], name: str) -> tuple[float | None, 
     return epsilon, scale
 
 
+def _in_space(defense: Defense, params: dict[str, str], context: DefenseContext) -> Defense:
+    """``defense`` as it is (``space=attributes``, the default), or projected onto the candidates' row space
+    (``space=population``: :class:`~bngp.defenses.shaped.ProjectedDefense`, the same guarantee)."""
+    space = params.get("space", "attributes")
+    if space == "attributes":
+        return defense
+    if space != "population":
+        raise InputError(f"`space` must be attributes or population, got {space!r}.")
+    from bngp.data.geometry import PopulationSpace
+    from .shaped import ProjectedDefense
+
+    return ProjectedDefense(defense, PopulationSpace.of(context.population, context.n_members))
+
+
 def _sampler(params: dict[str, str]) -> str:
     return check_sampler(params.get("sampler", DEFAULT_SAMPLER))
 
@@ -50,28 +64,28 @@ def pure_factory(name: str, defense: type[LaplaceDefense] | type[LinfKNormDefens
     ``NAME:epsilon=E|scale=B[,sensitivity=S][,sampler=SAMPLERS]``."""
 
     def build(params: dict[str, str], context: DefenseContext) -> Defense:
-        _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler"), name)
+        _check_keys(params, ("epsilon", "scale", "sensitivity", "sampler", "space"), name)
         epsilon, scale = _epsilon_or_scale(params, name)
         sampler = _sampler(params)
         sensitivity = _sensitivity(params, norm, context)
         if epsilon is not None:
-            return defense.from_epsilon(epsilon, sensitivity, sampler=sampler)
-        return defense(scale, sensitivity, sampler=sampler)
+            return _in_space(defense.from_epsilon(epsilon, sensitivity, sampler=sampler), params, context)
+        return _in_space(defense(scale, sensitivity, sampler=sampler), params, context)
 
-    build.__doc__ = f"``{name}:epsilon=E|scale=B[,sensitivity=S][,sampler={samplers}]``."
+    build.__doc__ = f"``{name}:epsilon=E|scale=B[,sensitivity=S][,sampler={samplers}][,space=population]``."
     return build
 
 
 def gaussian_factory(params: dict[str, str], context: DefenseContext) -> Defense:
-    """``gaussian:epsilon=E|scale=S,delta=D[,sensitivity=S][,sampler=torch|opendp]``."""
-    _check_keys(params, ("epsilon", "delta", "scale", "sensitivity", "sampler"), "gaussian")
+    """``gaussian:epsilon=E|scale=S,delta=D[,sensitivity=S][,sampler=torch|opendp][,space=population]``."""
+    _check_keys(params, ("epsilon", "delta", "scale", "sensitivity", "sampler", "space"), "gaussian")
     epsilon, scale = _epsilon_or_scale(params, "gaussian")
     delta = check_delta(float_param(params, "delta", "gaussian"), allow_zero=False)
     sampler = _sampler(params)
     sensitivity = _sensitivity(params, "l2", context)
     if epsilon is not None:
-        return GaussianDefense.from_epsilon(epsilon, delta, sensitivity, sampler=sampler)
-    return GaussianDefense(scale, sensitivity, delta=delta, sampler=sampler)
+        return _in_space(GaussianDefense.from_epsilon(epsilon, delta, sensitivity, sampler=sampler), params, context)
+    return _in_space(GaussianDefense(scale, sensitivity, delta=delta, sampler=sampler), params, context)
 
 
 def _bool_param(params: dict[str, str], key: str, default: bool) -> bool:

@@ -3,11 +3,13 @@
 For each budget (a fraction of the data-independent release's loss): ``bngp train --utility-budget``
 (defaults otherwise), then ``bngp evaluate --attacks all`` of the delivered defender and of every
 reference SPEC at the budget (Laplace, Gaussian, the best uniform shrinkage of the training's ranking,
-suppression, the linear-decoder optimum, time-sharing), each also attacked by the outside ridge of
-``outside_ridge.py`` (written from scratch, thousands of shadow releases).  Reports per mechanism the
-measured loss, the strongest product attack's AUC with TPR at 1% and 0.1% FPR, and the outside
-ridge's AUC; then whether the defender is within 0.01 AUC and 0.02 TPR at 1% FPR of the best
-reference (time-sharing excluded: it wins mean AUC by releasing f(D) outright some of the time).
+suppression, the linear-decoder optimum; with fewer candidates than attributes also
+Gaussian noise in the candidates' row space and the best shaped reference of the ranking), each also
+attacked by the outside ridge of ``outside_ridge.py`` (written from scratch, thousands of shadow
+releases).  Reports per mechanism the measured loss, the strongest product attack's AUC with TPR at 1%
+and 0.1% FPR, and the outside ridge's AUC; then whether the defender is within 0.01 AUC and 0.02 TPR at
+1% FPR of the best reference and, where shaped references exist, how far below the best isotropic reference it is.  The
+shaped mechanisms use only the candidates of the population file, never the members' rows.
 
     python experiments/budget_defenders.py --population POP.npz --members N --fractions 0.5 0.75 \\
         --seed 3 --out experiments/results/budget_defenders/NAME --work /tmp/NAME
@@ -40,7 +42,20 @@ def _row(label: str, spec: str, evaluation: dict, outside: dict) -> dict:
             "outside_ridge_auc": outside["auc"], "outside_shadow_releases": outside["shadow_releases"]}
 
 
-def run_budget(population: str, members: int, fraction: float, seed: int, out: Path, work: Path) -> dict:
+def _shaped_spec(label: str, budget: str) -> str:
+    """The SPEC of a ranking's shaped reference ("shrinkage a=0.7 population eigen", "gaussian population flat",
+    "linear-optimal population")."""
+    words = label.split()
+    if words[0] == "linear-optimal":
+        return f"linear-optimal:budget={budget},space=population"
+    weighting = words[-1]
+    if words[0] == "gaussian":
+        return f"budget-gaussian:budget={budget},space=population,weighting={weighting}"
+    return f"shrinkage:budget={budget},{words[1].replace('a=', 'shrink=')},space=population,weighting={weighting}"
+
+
+def run_budget(population: str, members: int, fraction: float, seed: int, out: Path, work: Path,
+               steps: int | None = None) -> dict:
     """Train, evaluate and compare at one budget; returns the record (also written to ``out``/budget_F.json).
     The run directory and the evaluations go to ``work`` (reused when there)."""
     from bngp.cli.common import load_population_and_prior
@@ -49,13 +64,18 @@ def run_budget(population: str, members: int, fraction: float, seed: int, out: P
     budget = f"{fraction:g}x"
     run_dir = work / f"run_{fraction:g}"
     started = time.perf_counter()
-    if not run_dir.exists():
+    trained_now = not run_dir.exists()
+    if trained_now:
         _bngp("train", "--population", population, "--members", str(members), "--utility-budget", budget,
-              "--seed", str(seed), "--threads", "1", "--quiet", "--out", str(run_dir))
-    train_seconds = time.perf_counter() - started
+              "--seed", str(seed), "--threads", "1", "--quiet", *(["--steps", str(steps)] if steps else []),
+              "--out", str(run_dir))
+    earlier = out / f"budget_{fraction:g}.json"
+    train_seconds = time.perf_counter() - started if trained_now else (
+        json.loads(earlier.read_text()).get("train_seconds") if earlier.exists() else None)
     summary = json.loads((run_dir / "summary.json").read_text())
     ranking = summary["start"]["ranking"]["references"]
-    shrinkages = [entry for entry in ranking if entry["label"].startswith("shrinkage")]
+    shrinkages = [entry for entry in ranking if entry["label"].startswith("shrinkage") and "population" not in entry["label"]]
+    shaped = [entry for entry in ranking if "population" in entry["label"]]
     best_shrink = min(shrinkages, key=lambda entry: entry["auc"])["mechanism"]["shrink_mean"]
     specs = {
         "BNGP (trained)": f"run:{run_dir}",
@@ -64,15 +84,23 @@ def run_budget(population: str, members: int, fraction: float, seed: int, out: P
         f"shrinkage a={best_shrink:g} + laplace": f"shrinkage:budget={budget},shrink={best_shrink:g}",
         "suppression": f"suppression:budget={budget}",
         "linear-optimal + laplace": f"linear-optimal:budget={budget}",
-        "time-sharing": f"time-sharing:budget={budget}",
     }
+    if shaped:
+        best_shaped = min(shaped, key=lambda entry: entry["auc"])["label"]
+        specs["gaussian in the row space"] = f"budget-gaussian:budget={budget},space=population"
+        if best_shaped != "gaussian population flat":
+            specs[f"{best_shaped} (best shaped)"] = _shaped_spec(best_shaped, budget)
+        uniform = [entry for entry in shaped if entry["label"].startswith("shrinkage")]
+        best_uniform = min(uniform, key=lambda entry: entry["auc"])["label"] if uniform else None
+        if best_uniform not in (None, best_shaped):
+            specs[f"{best_uniform} (best one shrinkage)"] = _shaped_spec(best_uniform, budget)
     population_data, prior = load_population_and_prior(population, members)
     rows = []
     for index, (label, spec) in enumerate(specs.items()):
         path = work / f"eval_{fraction:g}_{index}.json"
         if not path.exists():
             _bngp("evaluate", "--population", population, "--members", str(members), "--defense", spec,
-                  "--attacks", "all", "--seed", str(seed), "--threads", "1", "--quiet", "--utility-budget",
+                  "--attacks", "all", "--seed", str(seed), "--threads", "1", "--quiet", "--no-decision", "--utility-budget",
                   str(summary["budget"]["budget"]), "--out", str(path))
         defense = parse_defense_spec(spec, DefenseContext(population_data, members))
         outside = attack_defense(population_data, prior, defense, shadow=OUTSIDE_SHADOW, validation=500, test=200,
@@ -84,6 +112,8 @@ def run_budget(population: str, members: int, fraction: float, seed: int, out: P
     references = [row for row in rows[1:] if row["mechanism"] != "time-sharing"]
     best = min(references, key=lambda row: row["auc"])
     best_outside = min(references, key=lambda row: row["outside_ridge_auc"])
+    isotropic = [row for row in references if "space=population" not in row["spec"]]
+    shaped_rows = [row for row in references if "space=population" in row["spec"]]
     record = {
         "population": population, "members": members, "budget": summary["budget"], "fraction": fraction, "seed": seed,
         "train_seconds": train_seconds,
@@ -102,6 +132,12 @@ def run_budget(population: str, members: int, fraction: float, seed: int, out: P
             "best_reference_outside": best_outside["mechanism"],
             "outside_auc_margin": trained["outside_ridge_auc"] - best_outside["outside_ridge_auc"],
             "outside_within_0.01": bool(trained["outside_ridge_auc"] <= best_outside["outside_ridge_auc"] + 0.01),
+            **({"below_best_isotropic": min(row["auc"] for row in isotropic) - trained["auc"],
+                "below_best_isotropic_outside": min(row["outside_ridge_auc"] for row in isotropic)
+                - trained["outside_ridge_auc"],
+                "best_shaped_auc": min(row["auc"] for row in shaped_rows),
+                "best_shaped_tpr_at_1pct": min(shaped_rows, key=lambda row: row["auc"])["tpr_at_1pct"]}
+               if shaped_rows else {}),
         },
     }
     (out / f"budget_{fraction:g}.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -114,8 +150,9 @@ def markdown(records: list[dict]) -> str:
         budget = record["budget"]
         lines += [f"## Budget {record['fraction']:g} x L0 = {budget['budget']:.5g} (L0 = {budget['budget'] / record['fraction']:.5g})",
                   "", f"Defender: started from {record['start']['reference']}; kept {record['start']['kept']} "
-                  f"({record['start']['reason']}); selected step {record['selected_step']}; trained in "
-                  f"{record['train_seconds']:.0f} s.", "",
+                  f"({record['start']['reason']}); selected step {record['selected_step']}; "
+                  + ("the run was reused (its training time was not recorded)" if record["train_seconds"] is None
+                     else f"trained in {record['train_seconds']:.0f} s") + ".", "",
                   "| mechanism | loss | met | strongest product attack | AUC | TPR@1% | TPR@0.1% | outside ridge AUC |",
                   "|---|---|---|---|---|---|---|---|"]
         for row in record["rows"]:
@@ -128,8 +165,10 @@ def markdown(records: list[dict]) -> str:
                       f"1% FPR margin {acceptance['tpr_at_1pct_margin']:+.3f} (within 0.02: {acceptance['tpr_within_0.02']}); "
                       f"outside ridge margin {acceptance['outside_auc_margin']:+.4f} against "
                       f"{acceptance['best_reference_outside']} (within 0.01: {acceptance['outside_within_0.01']}).", ""]
-    lines += ["Time-sharing (release f(theta) with probability U/L0, else f(D)) is shown for reference: its mean AUC is",
-              "low, its TPR at low FPR is the highest of all (every release it makes is useless or fully revealing).", ""]
+        if "below_best_isotropic" in acceptance:
+            lines += [f"Below the best isotropic reference by {acceptance['below_best_isotropic']:.4f} AUC (outside ridge: "
+                      f"{acceptance['below_best_isotropic_outside']:.4f}). The shaped references use only the "
+                      "candidates of the population file, never the members' rows.", ""]
     return "\n".join(lines)
 
 
@@ -139,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--members", type=int, required=True)
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.5, 0.75])
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--steps", type=int, help="defender updates of each training (default: bngp train's)")
     parser.add_argument("--out", required=True, help="folder of the results (budget_F.json, report.md)")
     parser.add_argument("--work", help="folder of the run directories and evaluations; without it, only the report "
                         "is written again from the records in --out")
@@ -147,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.work:
         work.mkdir(parents=True, exist_ok=True)
-    records = [run_budget(args.population, args.members, fraction, args.seed, out, work) if args.work
+    records = [run_budget(args.population, args.members, fraction, args.seed, out, work, args.steps) if args.work
                else json.loads((out / f"budget_{fraction:g}.json").read_text()) for fraction in args.fractions]
     (out / "report.md").write_text(markdown(records))
     print(json.dumps([record["acceptance"] for record in records], indent=2))

@@ -5,7 +5,7 @@ trained defender, for sizes where a whole cell is long (the paper's genome, 800 
     python experiments/reference_ranking.py --dataset genome --scale paper --budget 0.5x --seed 0 \\
         --out experiments/results/reference_ranking/genome_paper_0.5x.json
 
-Writes the ranking (:meth:`bngp.game.start.ReferenceRanking.to_dict`) with the population's sizes, the wall
+Writes the ranking (:meth:`bngp.references.ReferenceRanking.to_dict`) with the population's sizes, the wall
 time and the float32 matmul throughput measured before and after in the same process.
 """
 
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    from bngp.game.start import rank_references
+    from bngp.references import rank_references
     from bngp.reproduce.catalog import ADULT, GENOME
     from bngp.reproduce.datasets import make_population
     from bngp.reproduce.report import REFERENCE_MATMUL

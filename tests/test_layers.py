@@ -8,6 +8,7 @@ Each component imports only from its own modules and from components on lower li
     bngp.demo, bngp.sweep
     bngp.decision                                        a release against the mechanisms at its utility
     bngp.game, bngp.evaluate, bngp.mechanism_audit      the only places where attacks meet defenses
+    bngp.references                                      the reference mechanisms ranked by a converged linear attack
     bngp.attacks | bngp.defenses                         siblings: never import each other
     bngp.audit, bngp.release, bngp.linear, bngp.report   bngp.linear: the closed-form linear fits
     bngp.metrics, bngp.data, bngp.workers,               bngp.workers: the helper process a caller hands to a fit;
@@ -35,12 +36,13 @@ LAYERS = {
     "bngp.metrics": 2, "bngp.data": 2, "bngp.workers": 2, "bngp.evaluation_record": 2,
     "bngp.audit": 3, "bngp.release": 3, "bngp.linear": 3, "bngp.report": 3,
     "bngp.attacks": 4, "bngp.defenses": 4,
-    "bngp.game": 5, "bngp.evaluate": 5, "bngp.mechanism_audit": 5,
-    "bngp.decision": 6,
-    "bngp.demo": 7, "bngp.sweep": 7,
-    "bngp.reproduce": 8,
-    "bngp.cli": 9,
-    "experiments": 10,
+    "bngp.references": 5,
+    "bngp.game": 6, "bngp.evaluate": 6, "bngp.mechanism_audit": 6,
+    "bngp.decision": 7,
+    "bngp.demo": 8, "bngp.sweep": 8,
+    "bngp.reproduce": 9,
+    "bngp.cli": 10,
+    "experiments": 11,
 }
 
 

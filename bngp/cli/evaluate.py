@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from bngp.cli import COMMANDS
+from bngp.data.geometry import THREAT_MODEL
 from bngp.attacks.registry import parse_attack_names
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.cli.common import (add_device_arg, add_population_args, add_threads_arg, add_workers_arg, load_population_and_prior,
@@ -38,7 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_device_arg(parser, "the Bayesian attacker's network")
     add_population_args(parser)
     parser.add_argument("--defense", required=True, metavar="SPEC",
-                        help=defense_help())
+                        help=defense_help() + ". space=population confines the noise to the candidates' row space; "
+                             "threat model: " + THREAT_MODEL)
     parser.add_argument("--attacks", required=True, metavar="NAMES", help="comma-separated attack names, or all")
     parser.add_argument("--releases", type=int, default=50, help="independent evaluation releases (AUC std over these)")
     parser.add_argument("--seed", type=int, default=0, help="evaluation seed (releases, attack set-up)")
@@ -56,7 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-decision", dest="decision", action="store_false",
                         help="skip the release decision (by default the report opens with it: the utility loss, the "
                              "strongest attack, and matched Laplace, Gaussian and the best reference mechanism at the "
-                             "same loss read by a converged linear attack, with a verdict)")
+                             "same loss (with fewer candidates than attributes, Gaussian noise in the candidates' row "
+                             "space too) read by a converged linear attack, with a verdict)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--plot", metavar="ROC.png", help="ROC plot path (default: next to EVAL.json)")
     add_force_arg(parser, "EVAL.json and the files written beside it")

@@ -18,7 +18,9 @@ from bngp.game import (
     ATTACKER_KINDS, CHECKPOINT_FILE, OBJECTIVES, AttackerSettings, DefenderSettings, FreshCheckSettings, Game, GameConfig,
     ObjectiveSettings, SelectionSettings,
 )
-from bngp.game.start import check_linear_attack_memory, rank_references
+from bngp.data.geometry import THREAT_MODEL
+from bngp.game.start import start_config
+from bngp.references import check_linear_attack_memory, rank_references
 from bngp.defenses.budget import BudgetSetting
 from bngp.outputs import check_output_folder
 from bngp.run_dir import add_to_run, check_run_target, staging_dir
@@ -48,8 +50,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--start", choices=("best-reference", "data-independent"), metavar="best-reference|data-independent",
                         help="where G starts: the reference mechanism at the budget that a converged linear attack reads "
                              "least (Laplace, Gaussian, shrinkage towards f(theta) plus noise, suppression, the "
-                             "linear-decoder optimum; default with --utility-budget), or f(theta) itself (the default "
-                             "otherwise)")
+                             "linear-decoder optimum and, with fewer candidates than attributes, Gaussian noise shaped "
+                             "to the candidates' row space; default with --utility-budget), or f(theta) itself (the "
+                             "default otherwise). Threat model: " + THREAT_MODEL)
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender updates")
     parser.add_argument("--attacker-steps", type=int, default=defaults.attacker.steps,
                         help="attacker updates per defender update")
@@ -199,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         best = ranking.best_score
         print(f"starting from {best.label}: linear-attack AUC {best.auc:.4f}, TPR at 1% FPR {best.tpr_at_1pct:.3f}",
               file=sys.stderr)
-        config = ranking.started(config)
+        config = start_config(ranking, config)
     start = None if ranking is None else ranking.best
     start_record = None if ranking is None else {"reference": ranking.best_score.label, "ranking": ranking.to_dict()}
     game = Game(population, prior, config, device=device, start=start, start_record=start_record)

@@ -27,6 +27,8 @@ _EXPORTS = {
     "read_idx": "bngp.data.idx",
     "find_mnist_files": "bngp.data.idx",
     "ConfidenceEncoder": "bngp.data.confidence",
+    "PopulationSpace": "bngp.data.geometry",
+    "THREAT_MODEL": "bngp.data.geometry",
 }
 
 __all__ = sorted(_EXPORTS)

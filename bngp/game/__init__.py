@@ -15,8 +15,8 @@
 * :mod:`~bngp.game.early_stop`: ``SelectionSettings.patience`` and :func:`replay_patience` of a full run.
 * :mod:`~bngp.game.summary`: :class:`TrainingSummary`, the frozen record of a run (``summary.json``).
 * :mod:`~bngp.game.resumable`: :func:`train_once`, a training reused when finished and resumed when interrupted.
-* :mod:`~bngp.game.start`: the reference mechanisms at a utility budget ranked by a converged linear attack,
-  the defender's start, and :class:`BudgetSurface`, which holds it on its budget.
+* :mod:`~bngp.game.start`: the defender's start at the best reference of :func:`bngp.references.rank_references`,
+  and :class:`BudgetSurface`, which holds it on its budget.
 """
 
 from .config import (
@@ -37,11 +37,9 @@ from .early_stop import PatienceReplay, replay_patience
 from .summary import TrainingSummary
 from .trainer import Game
 from .resumable import RunState, run_state, train_once
-from .start import (BudgetSurface, LinearAttackScore, ReferenceRanking, ReferenceScore, check_linear_attack_memory,
-                    linear_attack_score, rank_references)
+from .start import BudgetSurface, start_config, start_defender
 
 __all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig",
            "ObjectiveSettings", "DefenderSettings", "AttackerSettings", "SelectionSettings", "FreshCheckSettings",
            "PatienceReplay", "RunState", "TrainingSummary", "replay_patience", "run_state", "train_once",
-           "BudgetSurface", "LinearAttackScore", "ReferenceRanking", "ReferenceScore", "check_linear_attack_memory",
-           "linear_attack_score", "rank_references"]
+           "BudgetSurface", "start_config", "start_defender"]

@@ -11,7 +11,7 @@ data-independent release, the start.
   every attacker's posterior is the prior (AUC 0.5, cross-entropy h(theta)).
 * :meth:`PostTrainingChecks.check_against_start`: a defender started from a reference mechanism is
   delivered only where a converged linear attack reads it less than the start
-  (:func:`bngp.game.start.linear_attack_score`).
+  (:func:`bngp.references.linear_attack_score`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from bngp.rng import SeedLike, resolve_seed, spawn_seeds
 
 from .players import Players
 from .selection import Refits
-from .start import linear_attack_score
+from bngp.references import linear_attack_score
 from .step import TrainingStep
 
 __all__ = ["PostTrainingChecks"]
@@ -176,7 +176,7 @@ class PostTrainingChecks:
 
     def check_against_start(self, selection: dict[str, Any] | None) -> dict[str, Any] | None:
         """Never worse than the start: when the kept state is not the reference G started from, both are
-        attacked by the same converged linear attack (:func:`bngp.game.start.linear_attack_score`, the same
+        attacked by the same converged linear attack (:func:`bngp.references.linear_attack_score`, the same
         seed) and the kept state stays only if its AUC is lower; otherwise G returns to the start.  The
         outcome is recorded in ``start_record`` (``TrainingSummary.start``: ``kept``, ``reason``, the scores, how
         far the kept state had moved from the start, and, written before the selection, how far the final state
@@ -209,14 +209,17 @@ class PostTrainingChecks:
     @torch.no_grad()
     def moved_from_start(self) -> dict[str, float]:
         """How far G's current state is from its start: the mean shrinkage and noise scale at the start and now,
-        mean |alpha - a| and mean |sigma - s|, and the largest |weight| of G's output layer (0 at the start)."""
+        mean |alpha - a| (per direction in the row space) and mean |sigma - s| (each attribute's scale), and the
+        largest |weight| of G's output layer (0 at the start)."""
         players = self.players
         start = players.start
+        start_shrink = getattr(start, "direction_shrink", start.shrink) if players.defender.noise_basis is not None \
+            else start.shrink
         shrink = players.defender.shrink_weight.detach().double().cpu().numpy()
-        scale = players.defender.noise_scale.detach().double().cpu().numpy()
+        scale = players.defender.marginal_noise_scales().cpu().numpy()
         output = players.defender.net[-1]
-        return {"shrink_mean": [float(start.shrink.mean()), float(shrink.mean())],
+        return {"shrink_mean": [float(start_shrink.mean()), float(shrink.mean())],
                 "scale_mean": [float(start.scale.mean()), float(scale.mean())],
-                "shrink_mean_abs_change": float(np.abs(shrink - start.shrink).mean()),
+                "shrink_mean_abs_change": float(np.abs(shrink - start_shrink).mean()),
                 "scale_mean_abs_change": float(np.abs(scale - start.scale).mean()),
                 "output_layer_max_abs": float(max(output.weight.abs().max(), output.bias.abs().max()))}

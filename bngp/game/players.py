@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -50,7 +50,7 @@ from bngp.timing import PhaseTimer
 
 from . import objectives
 from .config import GameConfig
-from .start import BudgetSurface, start_defender
+from .start import BudgetSurface, defender_row_space_rank, start_defender
 
 if TYPE_CHECKING:
     from .best_response import BestResponseLoss
@@ -155,7 +155,10 @@ class Players:
         f(theta) (zero output layer, shrinkage 1) by default, or at the reference mechanism ``start``."""
         config, population = self.config.defender, self.population
         with seeded_torch(self.seeds["defender-network"]):
-            self.defender = Defender(config.spec(population.n_individuals, population.n_attributes))
+            spec = config.spec(population.n_individuals, population.n_attributes)
+            if start is not None and defender_row_space_rank(start):
+                spec = replace(spec, row_space_rank=defender_row_space_rank(start))
+            self.defender = Defender(spec)
         if config.zero_output:
             with torch.no_grad():
                 self.defender.net[-1].weight.zero_()

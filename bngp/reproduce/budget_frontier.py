@@ -4,7 +4,7 @@ For each population and each budget U = F x L0 (L0 the loss of the data-independ
 f(theta); F in 7/8, 3/4, 1/2, 1/4, 1/8), every reference mechanism of :mod:`bngp.defenses.budget`
 calibrated to U (Laplace, Gaussian, uniform shrinkage towards f(theta) plus Laplace noise over a grid of
 shrinkages, suppression, the linear-decoder optimum, time-sharing) is attacked by the converged linear
-attack of :func:`bngp.game.start.linear_attack_score` (AUC, TPR at 1% and 0.1% FPR), a defender is
+attack of :func:`bngp.references.linear_attack_score` (AUC, TPR at 1% and 0.1% FPR), a defender is
 trained for U starting from the best of them (``bngp train --utility-budget``), and the defender and the
 best reference are also attacked by every attack of ``bngp evaluate --attacks all``; every mechanism is
 audited end to end (a many-run canary audit, :mod:`bngp.mechanism_audit`, whose eps lower bound holds with
@@ -40,7 +40,8 @@ from bngp.defenses.trained import load_run_defense
 from bngp.evaluate import evaluate_defense
 from bngp.decision import VERDICTS, AttackReading, DecisionRow, verdict
 from bngp.game import FreshCheckSettings, Game, GameConfig, ObjectiveSettings, train_once
-from bngp.game.start import linear_attack_score, rank_references
+from bngp.game.start import start_config
+from bngp.references import linear_attack_score, rank_references
 from bngp.io_utils import write_json, write_text
 from bngp.mechanism_audit import audit_mechanism
 from bngp.report import save_png
@@ -124,7 +125,7 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     ranking_seed, trained_seed, evaluation_seed, audit_seed = spawn_seeds(seed, 4)
     ranking = rank_references(population, members, f"{fraction:g}x", ranking_seed, shrink_grid=SHRINK_GRID)
     best = ranking.best_score
-    config = ranking.started(GameConfig(
+    config = start_config(ranking, GameConfig(
         steps=budget.steps, eval_every=budget.eval_every, checkpoint_every=budget.checkpoint_every, seed=seed,
         objective=ObjectiveSettings(kind="utility-budget", budget=ranking.budget.value),
         fresh_check=FreshCheckSettings(steps=0)))

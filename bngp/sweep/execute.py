@@ -34,7 +34,8 @@ from bngp.defenses.trained import load_run_defense
 from bngp.attacks.training import AttackerTrainingConfig
 from bngp.evaluate import evaluate_defense
 from bngp.game import Game, train_once
-from bngp.game.start import rank_references
+from bngp.game.start import start_config
+from bngp.references import rank_references
 from bngp.decision import AttackReading, decide_release
 from bngp.mechanism_audit import audit_mechanism
 
@@ -154,7 +155,7 @@ def _budget_game(cell: Cell, population: Population, prior: UniformSubsetPrior) 
     releases as that reference's converged attack needed."""
     ranking = rank_references(population, cell.dataset.members, cell.parameter, seed=cell.game.seed)
     objective = replace(cell.game.objective, kind="utility-budget", budget=ranking.budget.value)
-    config = ranking.started(replace(cell.game, objective=objective))
+    config = start_config(ranking, replace(cell.game, objective=objective))
     return Game(population, prior, config, start=ranking.best,
                 start_record={"reference": ranking.best_score.label, "ranking": ranking.to_dict()})
 

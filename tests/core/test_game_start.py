@@ -16,7 +16,8 @@ from bngp.defenses.budget import BudgetSetting, reference_at_budget
 from bngp.defenses.shrinkage import ShrinkNoiseDefense
 from bngp.errors import InputError
 from bngp.game import Game, GameConfig
-from bngp.game.start import rank_references, start_defender
+from bngp.game.start import start_defender
+from bngp.references import rank_references
 from bngp.rng import torch_generator
 
 N_MEMBERS = 30

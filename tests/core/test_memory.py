@@ -47,7 +47,7 @@ import torch
 torch.set_num_threads(1)
 from bngp.data import simulate_independent
 from bngp.defenses.dp import LaplaceDefense
-from bngp.game.start import linear_attack_score
+from bngp.references import linear_attack_score
 population = simulate_independent(500, 100, 5000, seed=0)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 linear_attack_score(LaplaceDefense(0.01), population, 250, 0)

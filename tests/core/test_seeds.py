@@ -19,7 +19,7 @@ from bngp.defenses.dp import LaplaceDefense
 from bngp.errors import InputError
 from bngp.game import Game, GameConfig
 from bngp.game.best_response import best_response_loss
-from bngp.game.start import linear_attack_score, rank_references
+from bngp.references import linear_attack_score, rank_references
 from bngp.rng import resolve_seed
 from bngp.defenses.matched_run import matched_to_run
 from bngp.defenses.registry import DefenseContext

@@ -19,7 +19,9 @@ def test_reference_ranking_writes_the_ranking(tmp_path, capsys) -> None:
     record = json.loads(out.read_text())
     labels = [entry["label"] for entry in record["references"]]
     assert labels == ["laplace", "gaussian", "shrinkage laplace a=0.2", "linear-optimal laplace", "suppression",
-                      "time-sharing"]
+                      "gaussian population flat", "shrinkage a=0.2 population flat", "gaussian population eigen",
+                      "shrinkage a=0.2 population eigen", "linear-optimal population",
+                      "time-sharing"]  # K - 1 < |Q|: the shaped references too
     assert record["best"] in labels and record["best"] != "time-sharing"
     assert record["budget"]["fraction_of_data_independent"] == 0.5 and len(record["matmul_flops_float32"]) == 2
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["best"] == record["best"]

@@ -1,0 +1,187 @@
+"""The geometry of a candidate population: where the released statistics of its datasets can lie.
+
+Notation of arXiv:2410.07414 section 2: K candidates with binary rows z_k (Z, K x |Q|), a dataset D of
+N of them with membership b, f(D) = Z^T b / N, and under the "N of K" prior (theta_k = N / K) the
+data-independent release t = f(theta) = Z^T theta / N, the column means of Z.
+
+**The row space.**  With Zc = Z - 1 t^T the centred candidates, sum_k (b_k - theta_k) = 0 gives
+
+    f(D) - t = Z^T (b - theta) / N = Zc^T (b - theta) / N,
+
+so every f(D) lies in the affine hull t + row(Zc), of dimension r = rank(Zc) <= min(K - 1, |Q|).  From
+the K x K Gram matrix Zc Zc^T = U S^2 U^T (formed block by block over the attributes), the row space has
+the orthonormal basis V = Zc^T U S^-1 (|Q| x r), and under the prior (sampling N of K without replacement,
+Cov(b) = c (I - 11^T / K), c = N (K - N) / (K (K - 1)))
+
+    Cov(f(D)) = c Zc^T Zc / N^2 = V diag(c s_i^2 / N^2) V^T:
+
+its eigenvalues are :attr:`PopulationSpace.variances`.  The orthogonal projection onto the affine hull is
+P(x) = t + V V^T (x - t), and x -> V^T (x - t) are the release's :meth:`~PopulationSpace.coordinates`.
+
+**What an attacker who knows the candidates needs.**  A release x = t + (1 - a)(f(D) - t) + n with one
+shrinkage a and noise n ~ N(0, Sigma) has the mean t + M^T (b - theta), M = (1 - a) Zc / N (K x |Q|);
+its likelihood depends on x only through the K-vector M Sigma^+ (x - t)
+(:meth:`~PopulationSpace.sufficient_statistic`), which is sufficient for b.  For isotropic noise
+(Sigma = s^2 I) and for noise in the row space (Sigma = V C V^T) it is a linear function of the
+coordinates V^T (x - t), and so is the best linear (LMMSE) map from x to b: a linear attack that reads
+the coordinates loses nothing (up to the clipping of the release to [0, 1]).  Noise outside the row space
+changes no attacker's view of b; noise shaped to the population spends the whole budget inside it.
+
+**The threat model of shaped noise.**  The basis is computed from the candidates the prior draws members
+from, which the attacker knows too (arXiv:2410.07414 section 2): it is public, and shaping with it is
+post-processing of public information.  Shaped to another panel, the members' variation outside that
+panel's span is released without noise; shaped to the members' own rows, the noise itself names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bngp.errors import InputError
+from bngp.memory import require_memory
+from .bits import BitMatrix
+from .population import Population
+
+__all__ = ["THREAT_MODEL", "RANK_TOLERANCE", "PopulationSpace", "shaping_applies"]
+
+#: the one sentence every report, help text and decision prints about noise shaped to the population.
+THREAT_MODEL = ("noise shaped to the population uses only the candidates in the population file (public, known to "
+                "the attacker), never the members' rows; if the attacker may target people outside those candidates, "
+                "use isotropic noise instead.")
+#: eigenvalues of the Gram matrix Zc Zc^T (squared singular values of Zc) below this fraction of the largest are
+#: taken as zero: eigh resolves them only to about K x machine epsilon of the largest, so a singular value below
+#: about sqrt(K eps) of the largest is rounding, not rank.
+RANK_TOLERANCE = 1e-9
+#: attributes per block when the Gram matrix and the basis are formed.
+_BLOCK = 4096
+
+
+def _column_blocks(genotypes: np.ndarray | BitMatrix):
+    if isinstance(genotypes, BitMatrix):
+        yield from genotypes.blocks(_BLOCK)
+        return
+    for start in range(0, genotypes.shape[1], _BLOCK):
+        stop = min(start + _BLOCK, genotypes.shape[1])
+        yield start, stop, genotypes[:, start:stop]
+
+
+@dataclass(frozen=True, eq=False)
+class PopulationSpace:
+    """The row space of the centred candidates and the prior's covariance of f(D) in it (module docstring).
+
+    Attributes:
+        target: t = f(theta), the column means of Z (|Q|,).
+        basis: V (|Q| x r), orthonormal columns spanning row(Zc), ordered by decreasing singular value.
+        singular_values: s (r,), those of Zc.
+        left: U (K x r), the left singular vectors of Zc = U diag(s) V^T.
+        n_members: N.
+        n_individuals: K.
+    """
+
+    target: np.ndarray
+    basis: np.ndarray
+    singular_values: np.ndarray
+    left: np.ndarray
+    n_members: int
+    n_individuals: int
+
+    @classmethod
+    def of(cls, population: Population, n_members: int) -> "PopulationSpace":
+        """The geometry of ``population``'s candidates for datasets of ``n_members``; the basis is refused
+        first, with :class:`bngp.errors.InsufficientMemoryError`, where it would not fit in memory."""
+        genotypes = population.genotypes
+        k, width = population.n_individuals, population.n_attributes
+        if not 1 <= int(n_members) <= k:
+            raise InputError(f"the number of members must be in 1..{k}, got {n_members}.")
+        rank_bound = min(k - 1, width)
+        require_memory(8.0 * (width * rank_bound + 3 * k * k + k * _BLOCK),
+                       f"the population's row space at {k:,} candidates x {width:,} attributes")
+        target = np.zeros(width)
+        gram = np.zeros((k, k))
+        for start, stop, block in _column_blocks(genotypes):
+            dense = np.asarray(block, dtype=np.float64)
+            mean = dense.mean(axis=0)
+            target[start:stop] = mean
+            dense -= mean
+            gram += dense @ dense.T
+        eigenvalues, vectors = np.linalg.eigh(gram)
+        order = np.argsort(eigenvalues)[::-1]
+        eigenvalues, vectors = eigenvalues[order], vectors[:, order]
+        singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
+        kept = eigenvalues > RANK_TOLERANCE * max(float(eigenvalues[0]) if eigenvalues.size else 0.0, 1e-300)
+        singular, vectors = singular[kept], vectors[:, kept]
+        basis = np.empty((width, singular.size))
+        for start, stop, block in _column_blocks(genotypes):
+            dense = np.asarray(block, dtype=np.float64) - target[start:stop]
+            basis[start:stop] = (dense.T @ vectors) / singular
+        return cls(target, basis, singular, vectors, int(n_members), int(k))
+
+    @property
+    def rank(self) -> int:
+        """r = rank(Zc) <= min(K - 1, |Q|)."""
+        return int(self.singular_values.size)
+
+    @property
+    def n_attributes(self) -> int:
+        return int(self.target.size)
+
+    @property
+    def sampling_factor(self) -> float:
+        """c = N (K - N) / (K (K - 1)): Cov(b) = c (I - 11^T / K) under the "N of K" prior."""
+        k, n = self.n_individuals, self.n_members
+        return n * (k - n) / (k * (k - 1)) if k > 1 else 0.0
+
+    @property
+    def variances(self) -> np.ndarray:
+        """The eigenvalues c s_i^2 / N^2 of Cov(f(D)) in the directions of :attr:`basis`."""
+        return self.sampling_factor * self.singular_values**2 / self.n_members**2
+
+    @property
+    def leverages(self) -> np.ndarray:
+        """||V_j||^2 per attribute: the share of unit row-space noise that lands on attribute j (sum = r)."""
+        return np.einsum("ji,ji->j", self.basis, self.basis)
+
+    @property
+    def wasted_fraction(self) -> float:
+        """(|Q| - r) / |Q|: the share of isotropic noise's variance that lies outside the row space."""
+        return 1.0 - self.rank / self.n_attributes
+
+    def coordinates(self, releases: np.ndarray) -> np.ndarray:
+        """V^T (x - t) for each row of ``releases`` (B, |Q|): (B, r)."""
+        releases = np.asarray(releases, dtype=np.float64)
+        return (releases - self.target) @ self.basis
+
+    def project(self, releases: np.ndarray) -> np.ndarray:
+        """P(x) = t + V V^T (x - t): the orthogonal projection onto the affine hull of the candidates'
+        possible statistics, row by row."""
+        return self.target + self.coordinates(releases) @ self.basis.T
+
+    def embed(self, coordinates: np.ndarray) -> np.ndarray:
+        """V c: a vector of the row space from its coordinates (B, r) -> (B, |Q|)."""
+        return np.asarray(coordinates, dtype=np.float64) @ self.basis.T
+
+    def sufficient_statistic(self, releases: np.ndarray, shrink: float = 0.0, noise_variances: np.ndarray | float = 1.0,
+                             *, genotypes: np.ndarray | None = None) -> np.ndarray:
+        """M Sigma^+ (x - t) with M = (1 - a) Zc / N, for noise Sigma = V diag(noise_variances) V^T (row-space
+        noise, one variance per direction or one for all) restricted to the row space; for isotropic noise
+        s^2 I this is the same statistic divided by s^2 (the part of x outside the row space is
+        independent of b).  Computed as (1 - a) / N U diag(s / w) V^T (x - t), Zc = U S V^T; ``genotypes``
+        (dense Z) computes it instead as (1 - a) Zc V diag(1 / w) V^T (x - t) / N, a slow reference.
+        Returns (B, K)."""
+        coordinates = self.coordinates(np.atleast_2d(releases))
+        variances = np.broadcast_to(np.asarray(noise_variances, dtype=np.float64), (self.rank,))
+        if np.any(variances <= 0):
+            raise InputError("the noise variances of the sufficient statistic must be > 0.")
+        weighted = coordinates / variances
+        if genotypes is not None:
+            centred = np.asarray(genotypes, dtype=np.float64) - self.target
+            return (1.0 - shrink) / self.n_members * (weighted @ self.basis.T) @ centred.T
+        return (1.0 - shrink) / self.n_members * (weighted * self.singular_values) @ self.left.T
+
+
+def shaping_applies(population: Population) -> bool:
+    """Whether noise shaped to the population can save anything: the candidates' row space is smaller than
+    the attributes that vary (K - 1 < |Q| up to constant attributes)."""
+    return population.n_individuals - 1 < population.n_attributes

@@ -1,0 +1,298 @@
+"""The reference mechanisms at a utility budget, ranked by a converged linear attack: what every defender at a
+budget is measured against, and where a budget-trained defender starts (arXiv:2410.07414 section 3.3, the
+utility-budget objective).
+
+Each reference of :mod:`bngp.defenses.budget` is attacked by the ridge and whitened linear maps from
+release to membership (:func:`bngp.linear.fit_ridge_and_whitened`), fitted to convergence in the number of
+shadow releases with the penalty chosen by validation AUC over the whole spectrum
+(:func:`bngp.linear.fit_converged_jointly`), and scored on fresh test releases: the stronger map's AUC
+(pooled over releases and individuals) and TPR at 1% and 0.1% FPR, its scores read as they are or
+standardised within each release (:func:`within_release`), whichever reads more.  The uniform shrinkage
+is chosen the same way, over a grid of a.  Time-sharing is scored for the record but never chosen (its
+mean AUC is linear in the mixing probability, and every release it makes is either useless or fully
+revealing).
+
+With fewer candidates than attributes (K - 1 < |Q|, :func:`bngp.data.geometry.shaping_applies`) the ranking
+also holds Gaussian noise confined to the candidates' row space, flat and eigen-weighted, with every
+shrinkage of the grid (:func:`bngp.defenses.budget.shaped_at_budget`), and the linear-decoder optimum with
+one shrinkage and one noise scale per direction (:func:`bngp.defenses.budget.row_space_optimal_at_budget`).
+The linear attack reads the releases of every mechanism whose noise is isotropic or in the row space, with
+one shrinkage per direction, in the row-space coordinates V^T (x - t) (:func:`release_coordinates`): r <= K - 1
+values instead of |Q|, nothing lost to a linear map (:mod:`bngp.data.geometry`), on as many shadow releases
+as the whole release's curve may draw.
+
+Every reference is a :class:`~bngp.defenses.shrinkage.ShrinkNoiseDefense`, which the defender G holds
+exactly (:func:`bngp.game.start.start_defender`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+import numpy as np
+import torch
+
+from bngp.data.geometry import PopulationSpace, shaping_applies
+from bngp.data.population import Population
+from bngp.data.priors import UniformSubsetPrior
+from bngp.defenses.base import Defense
+from bngp.defenses.budget import BudgetSetting, UtilityBudget, reference_at_budget, row_space_optimal_at_budget, \
+    shaped_at_budget
+from bngp.defenses.shaped import WEIGHTINGS, ProjectedDefense, ShapedNoiseDefense
+from bngp.defenses.shrinkage import ShrinkNoiseDefense
+from bngp.errors import InputError
+from bngp.memory import require_memory
+from bngp.metrics import auc, tpr_at_fpr
+from bngp.release.sampling import release_mechanism, sample_releases
+from bngp.linear import converged_fit_bytes, default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
+from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
+
+__all__ = ["SHAPED_GAUSSIAN", "SHAPED_OPTIMUM", "SHRINK_GRID", "TEST_RELEASES", "LinearAttackScore", "ReferenceScore",
+           "ReferenceRanking", "check_linear_attack_memory", "linear_attack_score", "rank_references",
+           "release_coordinates", "within_release"]
+
+#: the uniform shrinkages tried for the ``shrinkage`` reference.
+SHRINK_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+#: the ranking's label of Gaussian noise in the candidates' row space (no shrinkage, flat weighting).
+SHAPED_GAUSSIAN = "gaussian population flat"
+#: the ranking's label of the linear-decoder optimum in the row space (per-direction shrinkage and noise).
+SHAPED_OPTIMUM = "linear-optimal population"
+#: fresh releases on which a converged linear map is scored.
+TEST_RELEASES = 500
+#: validation releases of the converged fits.
+_VALIDATION_RELEASES = 500
+
+
+@dataclass(frozen=True)
+class ReferenceScore:
+    """A reference mechanism and how a converged linear attack reads it.
+
+    Attributes:
+        label: "laplace", "gaussian", "shrinkage a=0.4", "suppression", "linear-optimal", "time-sharing".
+        auc: the stronger linear map's AUC on the test releases (pooled over releases and individuals).
+        tpr_at_1pct, tpr_at_01pct: its TPR at 1% and 0.1% FPR.
+        releases: shadow releases of the converged fit (the last size of the learning curve).
+        loss: the expected utility loss (closed form over the calibration draws; None for time-sharing,
+            whose loss is p L0 by construction).
+        epsilon: the mechanism's eps (Laplace: eps-DP; Gaussian: at delta = 1e-5), or None without a guarantee.
+        mechanism: :meth:`ShrinkNoiseDefense.summary`, or the time-sharing probability.
+        chosen: whether it is the start of the defender (the lowest AUC, time-sharing excluded).
+    """
+
+    label: str
+    auc: float
+    tpr_at_1pct: float
+    tpr_at_01pct: float
+    releases: int
+    loss: float | None
+    epsilon: float | None
+    mechanism: dict
+    chosen: bool = False
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "auc": self.auc, "tpr_at_1pct_fpr": self.tpr_at_1pct,
+                "tpr_at_0.1pct_fpr": self.tpr_at_01pct, "shadow_releases": self.releases, "loss": self.loss,
+                "epsilon": self.epsilon, "mechanism": self.mechanism, "chosen": self.chosen}
+
+
+@dataclass(frozen=True, eq=False)
+class ReferenceRanking:
+    """Every reference at one budget with its score, and the best one (the defender's start)."""
+
+    budget: UtilityBudget
+    scores: tuple[ReferenceScore, ...]
+    best: ShrinkNoiseDefense
+    seed: int
+    defenses: dict[str, Defense] = field(default_factory=dict, repr=False)
+
+    @property
+    def best_score(self) -> ReferenceScore:
+        return next(score for score in self.scores if score.chosen)
+
+    def to_dict(self) -> dict:
+        return {"budget": self.budget.to_dict(), "seed": self.seed, "best": self.best_score.label,
+                "references": [score.to_dict() for score in self.scores]}
+
+
+def release_coordinates(defense: Defense, population: Population, n_members: int,
+                        space: PopulationSpace | None = None) -> PopulationSpace | None:
+    """The candidates' row space whose coordinates V^T (x - t) a linear attack reads instead of the release x, or
+    None (the whole release); ``space``: ``population``'s geometry when already built.
+
+    Noise confined to the candidates' row space (:class:`~bngp.defenses.shaped.ShapedNoiseDefense`,
+    :class:`~bngp.defenses.shaped.ProjectedDefense` whose basis spans a subspace of it) leaves x - t in it up to
+    clipping; for isotropic noise with one shrinkage (a :class:`~bngp.defenses.shrinkage.ShrinkNoiseDefense`
+    with one a and one scale) the part of x outside it is independent of b.  Either way the best linear map
+    from x to b depends on x only through the coordinates (:mod:`bngp.data.geometry`), r <= K - 1 values
+    instead of |Q|.  A mechanism shaped to any other space (another panel) is read whole: the coordinates of
+    the candidates' space are those of the population, never of the mechanism."""
+    if not shaping_applies(population):
+        return None
+    shaped = isinstance(defense, (ShapedNoiseDefense, ProjectedDefense))
+    isotropic = (isinstance(defense, ShrinkNoiseDefense) and not shaped and np.ptp(defense.shrink) == 0
+                 and np.ptp(defense.scale) == 0 and defense.composition == 1)
+    if not (shaped or isotropic):
+        return None
+    space = space if space is not None else PopulationSpace.of(population, n_members)
+    if shaped:
+        inner = defense.space.basis
+        if inner.shape[0] != space.n_attributes or not np.allclose(space.target, defense.space.target, atol=1e-12):
+            return None
+        captured = float(np.sum((space.basis.T @ inner) ** 2))
+        if captured < inner.shape[1] * (1.0 - 1e-9):
+            return None
+    return space
+
+
+def _sampler(population: Population, n_members: int, defense: Defense, seed: int, space: PopulationSpace | None):
+    prior = UniformSubsetPrior(population.n_individuals, n_members)
+    mechanism = release_mechanism(population.genotypes, defense.composition)
+    calls = [0]
+
+    def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        calls[0] += 1
+        generator = torch_generator(spawn_seeds(seed, calls[0])[-1])
+        b = prior.sample_torch(int(n), generator)
+        x = sample_releases(mechanism, defense, b, generator)
+        if space is not None:
+            x = space.coordinates(x)
+        return torch.as_tensor(x, dtype=torch.float64), b.double()
+
+    return sample, prior
+
+
+@dataclass(frozen=True)
+class LinearAttackScore:
+    """How the converged linear attack reads a defense: its AUC (pooled over releases and individuals), TPR at
+    1% and 0.1% FPR, the shadow releases of its converged fit, and whether its scores were standardised within
+    each release (:func:`within_release`)."""
+
+    auc: float
+    tpr_at_1pct: float
+    tpr_at_01pct: float
+    releases: int
+    standardised: bool = False
+
+    def to_dict(self) -> dict:
+        return {"auc": self.auc, "tpr_at_1pct_fpr": self.tpr_at_1pct, "tpr_at_0.1pct_fpr": self.tpr_at_01pct,
+                "shadow_releases": self.releases, "standardised_within_release": self.standardised}
+
+
+def within_release(scores: np.ndarray) -> np.ndarray:
+    """Scores (R, K) standardised within each release (row): (s - mean) / std, 0 where a row is constant.  Every
+    release has N members among the K candidates, so an attacker ranks the candidates of each release; a
+    mechanism that moves all of a release's scores together (a per-release offset, such as a few directions of
+    the row space released exactly beside much noise) hides nothing from that ranking, though the pooled AUC of
+    the raw scores would read it as private."""
+    centred = scores - scores.mean(axis=1, keepdims=True)
+    spread = centred.std(axis=1, keepdims=True)
+    return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 0)
+
+
+def check_linear_attack_memory(population: Population, composition: int = 1, hint: str = "",
+                               test_releases: int = TEST_RELEASES) -> None:
+    """Raise :class:`bngp.errors.InsufficientMemoryError` (naming the sizes, then ``hint``) when the
+    converged linear attack of :func:`linear_attack_score` on the releases of a defense of
+    ``population`` (``composition`` releases of |Q| values each) needs more memory than is available
+    (:func:`bngp.linear.converged_fit_bytes`)."""
+    k, width = population.n_individuals, population.n_attributes * int(composition)
+    require_memory(converged_fit_bytes(k, width, _VALIDATION_RELEASES + test_releases),
+                   f"the converged linear attack at {k:,} individuals x {width:,} released values", hint)
+
+
+def linear_attack_score(defense: Defense, population: Population, n_members: int, seed: SeedLike,
+                        test_releases: int = TEST_RELEASES, *, space: PopulationSpace | None = None,
+                        whole: bool = False) -> LinearAttackScore:
+    """The stronger of the converged ridge and whitened maps on ``test_releases`` fresh releases of
+    ``defense`` (module docstring), every draw derived from ``seed`` (an int, None or a Generator,
+    :func:`bngp.rng.resolve_seed`), read in the row-space coordinates of :func:`release_coordinates` where they
+    apply (``space``: the population's geometry, already built) unless ``whole``.  Refused first, with
+    :class:`bngp.errors.InsufficientMemoryError`, where it would not fit in the available memory
+    (:func:`check_linear_attack_memory`)."""
+    check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
+    coordinates = None if whole else release_coordinates(defense, population, n_members, space)
+    sample, prior = _sampler(population, n_members, defense, resolve_seed(seed), coordinates)
+    # in coordinates the curve may still draw as many shadow releases as the whole release's would
+    k, width = population.n_individuals, population.n_attributes * defense.composition
+    validation = sample(_VALIDATION_RELEASES)
+    fits = fit_converged_jointly(partial(fit_ridge_and_whitened, prior_mean=prior.marginals), sample,
+                                 start=default_shadow_releases(k, width), maximum=max_shadow_releases(k, width),
+                                 validation=validation)
+    test_x, test_b = sample(test_releases)
+    labels = test_b.numpy()
+    best = None
+    for fit, curve in fits:
+        raw = fit.predict(test_x).numpy()
+        for standardised, scores in ((False, raw), (True, within_release(raw))):
+            candidate = LinearAttackScore(auc(scores, labels), tpr_at_fpr(scores, labels, 0.01),
+                                          tpr_at_fpr(scores, labels, 0.001), int(curve.releases[-1]), standardised)
+            if best is None or candidate.auc > best.auc:
+                best = candidate
+    return best
+
+
+def rank_references(population: Population, n_members: int, budget: str | float, seed: SeedLike = 0, *,
+                    laws: tuple[str, ...] = ("laplace",), shrink_grid: tuple[float, ...] = SHRINK_GRID,
+                    setting: BudgetSetting | None = None, progress: bool = False) -> ReferenceRanking:
+    """Every reference of :mod:`bngp.defenses.budget` at ``budget`` (absolute or ``Fx``), each scored by
+    :func:`linear_attack_score` (each with its own seed spawned from ``seed``); the uniform shrinkage at every a
+    of ``shrink_grid`` whose shrinkage alone fits the budget; the best (lowest AUC, then lowest TPR at 1% FPR)
+    that is not time-sharing is the start.
+
+    Args:
+        seed: an int, None or a Generator (:func:`bngp.rng.resolve_seed`); the ranking records the int.
+        laws: the noise laws of the shrinkage and linear-optimal references ("laplace", "gaussian").
+        setting: a :class:`BudgetSetting` of (population, n_members) already built.
+        progress: a line on stderr per reference scored.
+    """
+    seed = resolve_seed(seed)
+    setting = setting or BudgetSetting.of(population, n_members)
+    resolved = setting.resolve(budget)
+    candidates: list[tuple[str, Defense]] = [("laplace", reference_at_budget("laplace", setting, resolved)),
+                                             ("gaussian", reference_at_budget("gaussian", setting, resolved))]
+    for law in laws:
+        for shrink in shrink_grid:
+            try:
+                defense = reference_at_budget("shrinkage", setting, resolved, shrink=shrink, law=law)
+            except InputError:  # the shrinkage alone spends more than the budget
+                continue
+            candidates.append((f"shrinkage {law} a={shrink:g}", defense))
+        candidates.append((f"linear-optimal {law}", reference_at_budget("linear-optimal", setting, resolved, law=law)))
+    candidates.append(("suppression", reference_at_budget("suppression", setting, resolved)))
+    if shaping_applies(population):
+        for weighting in WEIGHTINGS:
+            for shrink in (0.0, *shrink_grid):
+                try:
+                    defense = shaped_at_budget(setting, resolved, shrink, weighting)
+                except InputError:  # the shrinkage alone spends more than the budget
+                    continue
+                name = "gaussian" if shrink == 0 else f"shrinkage a={shrink:g}"
+                candidates.append((f"{name} population {weighting}", defense))
+        try:
+            candidates.append((SHAPED_OPTIMUM, row_space_optimal_at_budget(setting, resolved)))
+        except InputError:  # no shrinkage in the row space fits the budget
+            pass
+    candidates.append(("time-sharing", reference_at_budget("time-sharing", setting, resolved)))
+    seeds = spawn_seeds(seed, len(candidates))
+    scored = []
+    for index, ((label, defense), stream) in enumerate(zip(candidates, seeds), start=1):
+        started = time.perf_counter()
+        score = linear_attack_score(defense, population, n_members, stream,
+                                    space=setting.space if shaping_applies(population) else None)
+        if progress:
+            print(f"[references] {index}/{len(candidates)} {label}: AUC {score.auc:.4f}, TPR at 1% FPR "
+                  f"{score.tpr_at_1pct:.3f} ({score.releases:,} shadow releases, {time.perf_counter() - started:.1f} s)",
+                  file=sys.stderr, flush=True)
+        shrinking = isinstance(defense, ShrinkNoiseDefense)
+        epsilon = defense.guarantee.epsilon if shrinking and defense.guarantee is not None else None
+        scored.append(ReferenceScore(label, score.auc, score.tpr_at_1pct, score.tpr_at_01pct, score.releases,
+                                     setting.loss(defense) if shrinking else None, epsilon,
+                                     defense.summary() if shrinking else {"probability": defense.probability}))
+    eligible = [index for index, score in enumerate(scored) if score.label != "time-sharing"]
+    best_index = min(eligible, key=lambda index: (scored[index].auc, scored[index].tpr_at_1pct))
+    scored[best_index] = replace(scored[best_index], chosen=True)
+    defenses = {label: defense for label, defense in candidates}
+    return ReferenceRanking(resolved, tuple(scored), candidates[best_index][1], seed, defenses)
