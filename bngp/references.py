@@ -12,7 +12,7 @@ is chosen the same way, over a grid of a.  Time-sharing is scored for the record
 mean AUC is linear in the mixing probability, and every release it makes is either useless or fully
 revealing).
 
-With fewer candidates than attributes (K - 1 < |Q|, :func:`bngp.data.geometry.shaping_applies`) the ranking
+With no more candidates than attributes (K - 1 < |Q|, :func:`bngp.data.geometry.shaping_applies`) the ranking
 also holds Gaussian noise confined to the candidates' row space, flat and eigen-weighted, with every
 shrinkage of the grid (:func:`bngp.defenses.budget.shaped_at_budget`), and the linear-decoder optimum with
 one shrinkage and one noise scale per direction (:func:`bngp.defenses.budget.row_space_optimal_at_budget`).

@@ -58,7 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-decision", dest="decision", action="store_false",
                         help="skip the release decision (by default the report opens with it: the utility loss, the "
                              "strongest attack, and matched Laplace, Gaussian and the best reference mechanism at the "
-                             "same loss (with fewer candidates than attributes, Gaussian noise in the candidates' row "
+                             "same loss (with no more candidates than attributes, Gaussian noise in the candidates' row "
                              "space too) read by a converged linear attack, with a verdict)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--plot", metavar="ROC.png", help="ROC plot path (default: next to EVAL.json)")

@@ -50,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--start", choices=("best-reference", "data-independent"), metavar="best-reference|data-independent",
                         help="where G starts: the reference mechanism at the budget that a converged linear attack reads "
                              "least (Laplace, Gaussian, shrinkage towards f(theta) plus noise, suppression, the "
-                             "linear-decoder optimum and, with fewer candidates than attributes, Gaussian noise shaped "
+                             "linear-decoder optimum and, with no more candidates than attributes, noise shaped "
                              "to the candidates' row space; default with --utility-budget), or f(theta) itself (the "
                              "default otherwise). Threat model: " + THREAT_MODEL)
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender updates")

@@ -143,14 +143,19 @@ def test_the_decision_gives_the_row_space_gaussian_and_the_threat_model(narrow, 
     Gaussian noise at the same loss, and states the threat model; at full rank neither."""
     population, setting = narrow
     defense = reference_at_budget("laplace", setting, setting.resolve("0.75x"))
-    decision = decide_release(population, MEMBERS, defense, seed=1, setting=setting)
+    loss = setting.measured_loss(defense)
+    ranking = rank_references(population, MEMBERS, loss, seed=4, shrink_grid=(0.5,), setting=setting)
+    decision = decide_release(population, MEMBERS, defense, seed=1, setting=setting, ranking=ranking, loss=loss)
     rows = {row.label: row for row in decision.rows}
     shaped = rows["Gaussian noise in the population's row space (matched)"]
     assert shaped.auc < rows["Gaussian noise (matched)"].auc
     assert decision.threat_model == THREAT_MODEL
     assert any(THREAT_MODEL in line for line in decision.markdown_lines())
-    wide = decide_release(wide_population, 30, reference_at_budget("laplace", wide_setting, wide_setting.resolve("0.75x")),
-                          seed=1, setting=wide_setting)
+    wide_defense = reference_at_budget("laplace", wide_setting, wide_setting.resolve("0.75x"))
+    wide_loss = wide_setting.measured_loss(wide_defense)
+    wide_ranking = rank_references(wide_population, 30, wide_loss, seed=4, shrink_grid=(0.5,), setting=wide_setting)
+    wide = decide_release(wide_population, 30, wide_defense, seed=1, setting=wide_setting, ranking=wide_ranking,
+                          loss=wide_loss)
     assert wide.threat_model is None
     assert not any("row space" in row.label for row in wide.rows)
 
