@@ -43,7 +43,7 @@ from bngp.defenses.budget import BudgetSetting, UtilityBudget, reference_at_budg
     shaped_at_budget
 from bngp.defenses.shaped import WEIGHTINGS, ProjectedDefense, ShapedNoiseDefense
 from bngp.defenses.shrinkage import ShrinkNoiseDefense
-from bngp.errors import InputError
+from bngp.errors import InputError, InsufficientMemoryError
 from bngp.memory import require_memory
 from bngp.metrics import auc, tpr_at_fpr
 from bngp.release.sampling import release_mechanism, sample_releases
@@ -100,21 +100,26 @@ class ReferenceScore:
 
 @dataclass(frozen=True, eq=False)
 class ReferenceRanking:
-    """Every reference at one budget with its score, and the best one (the defender's start)."""
+    """Every reference at one budget with its score, and the best one (the defender's start); ``skipped`` says why
+    the references shaped to the population are missing where they would apply (memory)."""
 
     budget: UtilityBudget
     scores: tuple[ReferenceScore, ...]
     best: ShrinkNoiseDefense
     seed: int
     defenses: dict[str, Defense] = field(default_factory=dict, repr=False)
+    skipped: str | None = None
 
     @property
     def best_score(self) -> ReferenceScore:
         return next(score for score in self.scores if score.chosen)
 
     def to_dict(self) -> dict:
-        return {"budget": self.budget.to_dict(), "seed": self.seed, "best": self.best_score.label,
-                "references": [score.to_dict() for score in self.scores]}
+        record = {"budget": self.budget.to_dict(), "seed": self.seed, "best": self.best_score.label,
+                  "references": [score.to_dict() for score in self.scores]}
+        if self.skipped:
+            record["skipped"] = self.skipped
+        return record
 
 
 def release_coordinates(defense: Defense, population: Population, n_members: int,
@@ -234,6 +239,30 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
     return best
 
 
+def _shaped_candidates(setting: BudgetSetting, budget: UtilityBudget,
+                       shrink_grid: tuple[float, ...]) -> tuple[list[tuple[str, Defense]], str | None]:
+    """The references shaped to the candidates' row space at the budget (module docstring), and why there are
+    none when the row space's basis does not fit in memory."""
+    try:
+        setting.space
+    except InsufficientMemoryError as error:
+        return [], f"no references shaped to the population: {error}"
+    candidates: list[tuple[str, Defense]] = []
+    for weighting in WEIGHTINGS:
+        for shrink in (0.0, *shrink_grid):
+            try:
+                defense = shaped_at_budget(setting, budget, shrink, weighting)
+            except InputError:  # the shrinkage alone spends more than the budget
+                continue
+            name = "gaussian" if shrink == 0 else f"shrinkage a={shrink:g}"
+            candidates.append((f"{name} population {weighting}", defense))
+    try:
+        candidates.append((SHAPED_OPTIMUM, row_space_optimal_at_budget(setting, budget)))
+    except InputError:  # no shrinkage in the row space fits the budget
+        pass
+    return candidates, None
+
+
 def rank_references(population: Population, n_members: int, budget: str | float, seed: SeedLike = 0, *,
                     laws: tuple[str, ...] = ("laplace",), shrink_grid: tuple[float, ...] = SHRINK_GRID,
                     setting: BudgetSetting | None = None, progress: bool = False) -> ReferenceRanking:
@@ -262,26 +291,18 @@ def rank_references(population: Population, n_members: int, budget: str | float,
             candidates.append((f"shrinkage {law} a={shrink:g}", defense))
         candidates.append((f"linear-optimal {law}", reference_at_budget("linear-optimal", setting, resolved, law=law)))
     candidates.append(("suppression", reference_at_budget("suppression", setting, resolved)))
-    if shaping_applies(population):
-        for weighting in WEIGHTINGS:
-            for shrink in (0.0, *shrink_grid):
-                try:
-                    defense = shaped_at_budget(setting, resolved, shrink, weighting)
-                except InputError:  # the shrinkage alone spends more than the budget
-                    continue
-                name = "gaussian" if shrink == 0 else f"shrinkage a={shrink:g}"
-                candidates.append((f"{name} population {weighting}", defense))
-        try:
-            candidates.append((SHAPED_OPTIMUM, row_space_optimal_at_budget(setting, resolved)))
-        except InputError:  # no shrinkage in the row space fits the budget
-            pass
+    shaped, skipped = _shaped_candidates(setting, resolved, shrink_grid) if shaping_applies(population) else ([], None)
+    candidates += shaped
+    if skipped and progress:
+        print(f"[references] {skipped}", file=sys.stderr, flush=True)
     candidates.append(("time-sharing", reference_at_budget("time-sharing", setting, resolved)))
     seeds = spawn_seeds(seed, len(candidates))
     scored = []
     for index, ((label, defense), stream) in enumerate(zip(candidates, seeds), start=1):
         started = time.perf_counter()
         score = linear_attack_score(defense, population, n_members, stream,
-                                    space=setting.space if shaping_applies(population) else None)
+                                    space=setting.space if shaping_applies(population) and not skipped else None,
+                                    whole=skipped is not None)
         if progress:
             print(f"[references] {index}/{len(candidates)} {label}: AUC {score.auc:.4f}, TPR at 1% FPR "
                   f"{score.tpr_at_1pct:.3f} ({score.releases:,} shadow releases, {time.perf_counter() - started:.1f} s)",
@@ -295,4 +316,4 @@ def rank_references(population: Population, n_members: int, budget: str | float,
     best_index = min(eligible, key=lambda index: (scored[index].auc, scored[index].tpr_at_1pct))
     scored[best_index] = replace(scored[best_index], chosen=True)
     defenses = {label: defense for label, defense in candidates}
-    return ReferenceRanking(resolved, tuple(scored), candidates[best_index][1], seed, defenses)
+    return ReferenceRanking(resolved, tuple(scored), candidates[best_index][1], seed, defenses, skipped)

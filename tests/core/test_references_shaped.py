@@ -245,3 +245,20 @@ def test_scores_standardised_within_each_release_see_through_per_release_offsets
     assert auc(scores, labels) < 0.6
     assert auc(within_release(scores), labels) == pytest.approx(0.921, abs=0.02)
     assert np.all(within_release(np.ones((3, 4))) == 0.0)
+
+
+def test_a_row_space_too_large_for_memory_leaves_the_shaped_references_out_and_says_so(narrow, monkeypatch) -> None:
+    """Where the basis V would not fit in memory the ranking holds the isotropic references only, read whole, and
+    its record says why the shaped ones are missing."""
+    from bngp.errors import InsufficientMemoryError
+
+    population, _ = narrow
+
+    def refuse(self):
+        raise InsufficientMemoryError("the population's row space needs about 9.0 GiB of memory")
+
+    monkeypatch.setattr(BudgetSetting, "space", property(refuse))
+    ranking = rank_references(population, MEMBERS, "0.875x", seed=2, shrink_grid=(0.5,),
+                              setting=BudgetSetting.of(population, MEMBERS))
+    assert not any("population" in score.label for score in ranking.scores)
+    assert "row space needs" in ranking.to_dict()["skipped"]
