@@ -246,8 +246,8 @@ def _audit_table(cells: list[dict]) -> list[str]:
 
 def _plot(results: dict[str, list[dict]], path: Path) -> Path:
     """Utility budget against AUC (top) and TPR at 1% FPR (bottom), one column per population; each
-    reference family, the envelope and the trained defender in their colours of :mod:`bngp.colours`
-    (the same in every plot), one legend right of the panels."""
+    reference family (those shaped to the candidates' row space apart), the envelope and the trained defender
+    in their colours of :mod:`bngp.colours` (the same in every plot), one legend right of the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -264,7 +264,9 @@ def _plot(results: dict[str, list[dict]], path: Path) -> Path:
         for cell in cells:
             for entry in cell["references"]:
                 point = (cell["budget"]["budget"], entry["auc"], entry["tpr_at_1pct_fpr"])
-                current = families.setdefault(family(entry["label"]), [])  # "shrinkage laplace a=0.2" -> "shrinkage"
+                # "shrinkage laplace a=0.2" -> "shrinkage"; noise shaped to the population is a family of its own
+                kind = family(entry["label"]) + (" (row space)" if " population" in entry["label"] else "")
+                current = families.setdefault(kind, [])
                 if current and current[-1][0] == point[0]:
                     current[-1] = min(current[-1], point, key=lambda item: item[1])  # the best shrinkage of the grid
                 else:
@@ -274,7 +276,7 @@ def _plot(results: dict[str, list[dict]], path: Path) -> Path:
             for kind, points in families.items():
                 axis.plot([p[0] for p in points], [p[index] for p in points], marker=".", label=kind,
                           color=method_colour(kind), alpha=0.85,
-                          linestyle="--" if kind == "time-sharing" else "-")
+                          linestyle="--" if kind == "time-sharing" else "-." if kind.endswith("(row space)") else "-")
             envelope = [_envelope(cell) for cell in cells]
             key = "auc" if index == 1 else "tpr_at_1pct_fpr"
             axis.plot(budgets, [entry[key] for entry in envelope], color=role_colour("envelope"), linewidth=2.2,
