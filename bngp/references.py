@@ -133,7 +133,8 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
     with one a and one scale) the part of x outside it is independent of b.  Either way the best linear map
     from x to b depends on x only through the coordinates (:mod:`bngp.data.geometry`), r <= K - 1 values
     instead of |Q|.  A mechanism shaped to any other space (another panel) is read whole: the coordinates of
-    the candidates' space are those of the population, never of the mechanism."""
+    the candidates' space are those of the population, never of the mechanism.  Where the basis would not fit
+    in memory the release is read whole."""
     if not shaping_applies(population):
         return None
     shaped = isinstance(defense, (ShapedNoiseDefense, ProjectedDefense))
@@ -141,7 +142,11 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
                  and np.ptp(defense.scale) == 0 and defense.composition == 1)
     if not (shaped or isotropic):
         return None
-    space = space if space is not None else PopulationSpace.of(population, n_members)
+    if space is None:
+        try:
+            space = PopulationSpace.of(population, n_members)
+        except InsufficientMemoryError:  # the basis does not fit: the whole release, as without it
+            return None
     if shaped:
         inner = defense.space.basis
         if inner.shape[0] != space.n_attributes or not np.allclose(space.target, defense.space.target, atol=1e-12):
