@@ -74,7 +74,7 @@ from .budget import (
     reference_at_budget,
     shaped_at_budget,
 )
-from .linear_optimum import LinearOptimum, decoder_aucs, optimise_precisions
+from .linear_optimum import LinearOptimum, decoder_aucs, optimise_direction_precisions, optimise_precisions
 from .matched import (
     MatchedCalibration,
     attribute_weights,
@@ -110,6 +110,7 @@ __all__ = [
     "reference_at_budget",
     "LinearOptimum",
     "decoder_aucs",
+    "optimise_direction_precisions",
     "optimise_precisions",
     "TrainedDefense",
     "MatchedDefense",

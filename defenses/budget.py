@@ -50,10 +50,10 @@ from bngp.release.mechanism import allele_frequencies
 from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.rng import make_rng, torch_generator
 from .base import Defense
-from .linear_optimum import optimise_precisions
+from .linear_optimum import optimise_direction_precisions, optimise_precisions
 from .context import DefenseContext, DefenseFactory
 from .shaped import WEIGHTINGS, ShapedNoiseDefense, direction_weights
-from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense
+from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense, StatisticLevels
 
 __all__ = [
     "data_independent_factory",
@@ -167,9 +167,20 @@ class BudgetSetting:
                              f"{base:.5g}: releasing f(theta), which leaks nothing, already meets it.")
         return UtilityBudget(budget, base, str(text).strip())
 
+    @property
+    def levels(self) -> StatisticLevels:
+        """The calibration draws' statistics as the distinct values of each attribute (the same mean loss),
+        computed once."""
+        cached = self.__dict__.get("_levels")
+        if cached is None:
+            cached = StatisticLevels.of(self.statistics)
+            object.__setattr__(self, "_levels", cached)
+        return cached
+
     def loss(self, defense: ShrinkNoiseDefense) -> float:
-        """The expected loss of ``defense`` over the calibration draws and the noise (closed form)."""
-        return defense.expected_loss(self.statistics)
+        """The expected loss of ``defense`` over the calibration draws and the noise (closed form, evaluated once
+        per distinct value of each attribute: :class:`~bngp.defenses.shrinkage.StatisticLevels`)."""
+        return defense.expected_loss(self.levels)
 
     def measured_loss(self, defense: Defense) -> float:
         """mean |x - f(D)| of one release of ``defense`` per calibration draw, its noise drawn with
@@ -294,16 +305,16 @@ def row_space_optimal_at_budget(setting: BudgetSetting, budget: UtilityBudget) -
     In the coordinates y = V^T (x - t) the release is y_i = (1 - a_i) s_i U_i^T (b - theta) / N + w_i g_i: the
     model of :mod:`~bngp.defenses.linear_optimum` with the K x r matrix U diag(s) in place of the centred
     genotypes (its column variances are the eigenvalues lambda_i of Cov(f(D))), so
-    :func:`~bngp.defenses.linear_optimum.optimise_precisions` gives each direction its Wiener shrinkage and
-    noise.  Its loss model counts directions, not attributes; the exact per-attribute loss is the closed form
-    of :class:`~bngp.defenses.shaped.ShapedNoiseDefense`, and where the optimum's shrinkage alone spends more
+    :func:`~bngp.defenses.linear_optimum.optimise_direction_precisions` gives each direction its Wiener shrinkage
+    and noise (the decoder's posterior in closed form: U has orthonormal columns).  Its loss model counts
+    directions, not attributes; the exact per-attribute loss is the closed form of
+    :class:`~bngp.defenses.shaped.ShapedNoiseDefense`, and where the optimum's shrinkage alone spends more
     than the budget the model budget is lowered (by 0.8 at a time) until it does not."""
     space = setting.space
-    directions = space.left * space.singular_values
     record = {"budget": budget.to_dict(), "space": "population", "weighting": "optimal"}
     fraction = budget.fraction
     for _ in range(12):
-        optimum = optimise_precisions(directions, setting.n_members, fraction)
+        optimum = optimise_direction_precisions(space.left, space.singular_values, setting.n_members, fraction)
         shape = ShapedNoiseDefense(space, optimum.shrink, optimum.sigma, setting.n_members, "linear-optimal",
                                    {**record, "model_auc": optimum.model_auc, "model_budget": fraction},
                                    weighting="optimal")

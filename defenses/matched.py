@@ -65,8 +65,11 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammainc, gammaincc, ndtr
 
+from bngp.data.geometry import THREAT_MODEL, PopulationSpace
 from bngp.errors import InputError
 from bngp.validation import check_finite_array, check_positive_int
+from .base import Defense
+from .shrinkage import StatisticLevels, clipped_deviation_loss
 from .dp import (
     GaussianDefense,
     LaplaceDefense,
@@ -83,6 +86,7 @@ __all__ = [
     "LOSS_MODELS",
     "attribute_weights",
     "release_weights",
+    "scale_for_projected_gaussian_loss",
     "utility_loss",
     "expected_abs_noise",
     "scale_for_expected_abs_noise",
@@ -280,6 +284,48 @@ def scale_for_clipped_loss(
     return float(brentq(excess, low, high, xtol=low * 1e-13, rtol=1e-13))
 
 
+def scale_for_projected_gaussian_loss(target: float, x_hat: np.ndarray, leverages: np.ndarray,
+                                      kappa: float | np.ndarray | None = None) -> float:
+    """The sigma whose Gaussian mechanism projected onto the candidates (:class:`bngp.defenses.shaped.ProjectedDefense`)
+    has the realised clipped loss ``target`` on ``x_hat`` (B, |Q|), kappa-weighted (Brent's method).
+
+    For a dataset of candidates the projected release is f(D) + V V^T n, n ~ N(0, sigma^2 I): attribute j's noise
+    is N(0, sigma^2 l_j) with l_j = ||V_j||^2 its leverage (``leverages``, :attr:`bngp.data.geometry.PopulationSpace.leverages`),
+    so its clipped loss is the closed form :func:`bngp.defenses.shrinkage.clipped_deviation_loss` at the scale
+    sigma sqrt(l_j) (a mean absolute deviation depends on each attribute's marginal law only).  The bracket starts
+    at the unclipped solution sigma = target / (sqrt(2 / pi) sum_j w_j sqrt(l_j)), where the clipped loss is
+    <= target."""
+    target = _check_target(target, upper=0.5)
+    values = check_finite_array("x_hat", x_hat)
+    values = values.reshape(-1, values.shape[-1])
+    if values.min() < 0 or values.max() > 1:
+        raise InputError("`x_hat` must lie in [0, 1].")
+    leverages = np.asarray(leverages, dtype=np.float64).reshape(-1)
+    if leverages.size != values.shape[1] or np.any(leverages < 0):
+        raise InputError(f"`leverages` must hold {values.shape[1]} values >= 0.")
+    weights = attribute_weights(kappa, values.shape[1])
+    levels = StatisticLevels.of(values)
+    root, weight = np.sqrt(leverages)[levels.columns], weights[levels.columns] * values.shape[1]
+    unclipped = math.sqrt(2.0 / math.pi) * float(weights @ np.sqrt(leverages))
+    if unclipped <= 0:
+        raise InputError("the candidates' row space is empty: no projected noise reaches a loss.")
+
+    def excess(scale: float) -> float:
+        return levels.mean(weight * clipped_deviation_loss("gaussian", 0.0, scale * root, levels.values)) - target
+
+    low = target / unclipped
+    if excess(low) >= 0:
+        return low
+    high = 2.0 * low
+    for _ in range(200):
+        if excess(high) >= 0:
+            break
+        low, high = high, 2.0 * high
+    else:
+        raise InputError(f"no projected Gaussian scale reaches the clipped loss {target:g} on this `x_hat`.")
+    return float(brentq(excess, low, high, xtol=low * 1e-13, rtol=1e-13))
+
+
 def _epsilon_for_scale(kind: str, scale: float, sensitivity: Sensitivity, delta: float | None) -> float:
     if sensitivity.norm != _NORM[kind]:
         raise InputError(f"`{kind}` needs an {_NORM[kind]} sensitivity, got {sensitivity.norm}.")
@@ -307,6 +353,8 @@ class MatchedCalibration:
             concatenation of ``composition`` copies of f(D) (:func:`composed_sensitivity`).
         composition: c, the copies of f(D) the mechanism perturbs (1: the plain release).
         copy_sensitivity: the sensitivity of one copy f(D) (``sensitivity`` when c = 1).
+        space: the candidates' geometry when the Gaussian is projected onto their row space (the same guarantee,
+            by post-processing), else None.
     """
 
     kind: str
@@ -318,11 +366,12 @@ class MatchedCalibration:
     sensitivity: Sensitivity
     composition: int = 1
     copy_sensitivity: Sensitivity | None = None
+    space: PopulationSpace | None = None
 
-    def defense(self, sampler: str = "torch") -> LaplaceDefense | GaussianDefense | LinfKNormDefense:
+    def defense(self, sampler: str = "torch") -> Defense:
         """The calibrated defense; for c > 1 it perturbs c copies of f(D) (its ``composition``),
         with noise of this scale on all c |Q| outputs and its guarantee stated for the
-        concatenated statistic."""
+        concatenated statistic; with a ``space``, projected onto the candidates' row space."""
         if self.kind == "laplace":
             defense = LaplaceDefense(self.scale, self.sensitivity, sampler=sampler)
         elif self.kind == "gaussian":
@@ -331,6 +380,10 @@ class MatchedCalibration:
             defense = LinfKNormDefense(self.scale, self.sensitivity, sampler=sampler)
         if self.composition != 1:
             defense.composition = self.composition  # the DP noise is shaped like x_hat: any width
+        if self.space is not None:
+            from .shaped import ProjectedDefense
+
+            return ProjectedDefense(defense, self.space)
         return defense
 
     def to_dict(self) -> dict:
@@ -348,6 +401,8 @@ class MatchedCalibration:
         if self.composition != 1:
             record["composition"] = self.composition
             record["copy_sensitivity"] = (self.copy_sensitivity or self.sensitivity).value
+        if self.space is not None:
+            record.update({"space": "population", "rank": self.space.rank, "threat_model": THREAT_MODEL})
         return record
 
 
@@ -361,6 +416,7 @@ def match_utility(
     kappa: float | np.ndarray | None = None,
     n_attributes: int | None = None,
     composition: int = 1,
+    space: PopulationSpace | None = None,
 ) -> MatchedCalibration:
     """Calibrate ``kind`` to the utility loss ``target_loss`` and report its eps.
 
@@ -374,6 +430,11 @@ def match_utility(
     weighs the columns by :func:`release_weights`; ``n_attributes`` is |Q| of one copy, the
     l-inf noise dimension being c |Q|.  c = 1 is exactly the uncomposed calibration.
 
+    With ``space`` (the candidates' geometry) the Gaussian mechanism is projected onto their row space
+    (:func:`scale_for_projected_gaussian_loss`; the clipped model, so ``x_hat`` is required, and c = 1): the same
+    eps for the same sigma, by post-processing.  The other laws are refused: their projected noise has no
+    closed-form loss.
+
     >>> from bngp.defenses.sensitivity import paper_sensitivity
     >>> match_utility("laplace", 1e-4, paper_sensitivity("l1", 5000, 400)).epsilon  # App. L.3
     125000.0
@@ -386,6 +447,17 @@ def match_utility(
     elif delta is not None:
         raise InputError(f"`delta` applies to the Gaussian mechanism only, not `{kind}`.")
     composition = check_positive_int("composition", composition)
+    if space is not None:
+        if kind != "gaussian":
+            raise InputError(f"`space=population` matches the Gaussian mechanism only, not `{kind}`: projected "
+                             f"{kind} noise has no closed-form loss.")
+        if composition != 1 or x_hat is None:
+            raise InputError("a mechanism projected onto the population is matched on one copy of f(D), "
+                             "on given statistics `x_hat`.")
+        scale = scale_for_projected_gaussian_loss(target_loss, x_hat, space.leverages, kappa)
+        epsilon = _epsilon_for_scale(kind, scale, sensitivity, delta)
+        return MatchedCalibration(kind, float(target_loss), "clipped", scale, epsilon, delta, sensitivity, 1,
+                                  sensitivity, space)
     if x_hat is None:
         if kappa is not None:  # checked although E|xi_j| does not depend on the weights
             attribute_weights(kappa, n_attributes if n_attributes is not None else np.size(kappa))

@@ -17,6 +17,11 @@ kappa).  Its guarantee is that of one mechanism on the concatenated statistic
 F(D) = [f(D), ..., f(D)], whose sensitivity is c Delta_1 in l1, sqrt(c) Delta_2 in l2 and
 Delta_inf in l-inf (:func:`bngp.defenses.sensitivity.composed_sensitivity`; the ``sensitivity=``
 of the SPEC is that of one copy f(D)).  For c = 1 all of this is the uncomposed match.
+
+``matched-gaussian:run=RUN_DIR,delta=D,space=population`` projects the matched Gaussian onto the candidates'
+row space (:class:`bngp.defenses.shaped.ProjectedDefense`): the same eps for the same sigma by
+post-processing, so at the run's loss a larger sigma and a smaller eps (``docs/design/population_space.md``).
+It uses only the candidates of the population file, never the members' rows.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from bngp.data.geometry import PopulationSpace
 from bngp.data.priors import prior_from_description
 from bngp.errors import InputError
 from bngp.release.composition import copy_blocks
@@ -81,6 +87,7 @@ def matched_to_run(
     sensitivity: str = "paper",
     draws: int = 200,
     seed: SeedLike = 0,
+    space: str = "attributes",
 ) -> tuple[Defense, dict]:
     """Return the matched DP defense and a record of the match (target loss, scale, eps).
 
@@ -101,13 +108,25 @@ def matched_to_run(
         draws: membership draws from the run's prior on which U is measured.
         seed: seed of the draws and of the defender's noise (an int, None or a Generator,
             :func:`bngp.rng.resolve_seed`).
+        space: ``attributes`` (i.i.d. noise on every attribute) or ``population``: the Gaussian mechanism
+            projected onto the candidates' row space (:class:`bngp.defenses.shaped.ProjectedDefense`, the same
+            guarantee; Gaussian only, uncomposed runs only), calibrated to the same clipped loss.
     """
     if kind not in _NORMS:
         raise InputError(f"`kind` must be one of {', '.join(_NORMS)}, got {kind!r}.")
+    if space not in ("attributes", "population"):
+        raise InputError(f"`space` must be attributes or population, got {space!r}.")
+    if space == "population" and kind != "gaussian":
+        raise InputError(f"`space=population` matches the Gaussian mechanism only, not `{kind}`: projected {kind} "
+                         "noise has no closed-form loss.")
     draws = check_positive_int("draws", draws, minimum=2)
     seed = resolve_seed(seed)
     trained = load_run_defense(run_dir, context)
     composition = trained.composition
+    if space == "population" and composition != 1:
+        raise InputError(f"the run in {run_dir} releases {composition} copies of f(D); `space=population` matches "
+                         "a mechanism on one copy only.")
+    geometry = PopulationSpace.of(context.population, context.n_members) if space == "population" else None
     prior = prior_from_description(trained.artifact.prior)
     mechanism = release_mechanism(context.population.genotypes, composition)
     b = torch.as_tensor(prior.sample(draws, np.random.default_rng(seed)))
@@ -126,7 +145,8 @@ def matched_to_run(
         raise InputError(f"the defender in {run_dir} adds no noise; nothing to match.")
     sens = resolve_sensitivity(sensitivity, _NORMS[kind], context.population, context.n_members)
     calibration = match_utility(
-        kind, target, sens, delta=delta, x_hat=x_hat.double().numpy(), kappa=kappa, composition=composition
+        kind, target, sens, delta=delta, x_hat=x_hat.double().numpy(), kappa=kappa, composition=composition,
+        space=geometry,
     )
     record = {"run": run_dir, "target_utility_loss": target, "draws": draws}
     if composition != 1:
@@ -147,9 +167,11 @@ def _draws(text: str, kind: str) -> int:
 
 
 def matched_factory(kind: str) -> DefenseFactory:
-    """The SPEC factory of ``matched-KIND:run=RUN_DIR[,sensitivity=S][,draws=N]`` (gaussian: ``,delta=D``)."""
+    """The SPEC factory of ``matched-KIND:run=RUN_DIR[,sensitivity=S][,draws=N]`` (gaussian:
+    ``,delta=D[,space=population]``)."""
     def build(params: dict[str, str], context: DefenseContext) -> Defense:
-        allowed = {"run", "sensitivity", "draws"} | ({"delta"} if kind == "gaussian" else set())
+        allowed = {"run", "sensitivity", "draws", "space"}  # space: refused below for laplace and linf
+        allowed |= {"delta"} if kind == "gaussian" else set()
         unknown = set(params) - allowed
         if unknown:
             raise InputError(f"defense `matched-{kind}` does not take `{sorted(unknown)[0]}`.")
@@ -158,7 +180,8 @@ def matched_factory(kind: str) -> DefenseFactory:
         delta = float_param(params, "delta", f"matched-{kind}") if kind == "gaussian" else None
         draws = _draws(params["draws"], kind) if "draws" in params else 200
         defense, record = matched_to_run(kind, params["run"], context, delta=delta,
-                                         sensitivity=params.get("sensitivity", "paper"), draws=draws)
+                                         sensitivity=params.get("sensitivity", "paper"), draws=draws,
+                                         space=params.get("space", "attributes"))
         return MatchedDefense(f"matched-{kind}", defense, record)
 
     return build

@@ -48,7 +48,7 @@ from bngp.errors import InputError
 from bngp.release.noise_law import NoiseLaw
 from .base import Defense, Guarantee
 from .calibration import gaussian_epsilon
-from .shrinkage import REPORTED_DELTA, ShrinkNoiseDefense, clipped_deviation_loss
+from .shrinkage import REPORTED_DELTA, ShrinkNoiseDefense, StatisticLevels, clipped_deviation_loss
 
 __all__ = ["WEIGHTINGS", "ShapedNoiseDefense", "ProjectedDefense", "direction_weights", "pairwise_sensitivity"]
 
@@ -152,18 +152,19 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         centred = np.asarray(x_hat, dtype=np.float64) - self.target
         return ((centred @ self.space.basis) * (1.0 - self.direction_shrink)) @ self.space.basis.T - centred
 
-    def expected_loss(self, x_hat: np.ndarray) -> float:
-        """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|): the closed form
-        at the marginal scales, the shift of :meth:`signal_shift` (computed once per shrinkage and reused by
-        :meth:`scaled` for the same ``x_hat``)."""
-        x_hat = np.asarray(x_hat, dtype=np.float64)
+    def expected_loss(self, x_hat: np.ndarray | StatisticLevels) -> float:
+        """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|, or their
+        :class:`~bngp.defenses.shrinkage.StatisticLevels`): the closed form at the marginal scales; with one
+        shrinkage a the shift a (t - f(D)) of each attribute depends on its own f(D)_j, otherwise the shift of
+        :meth:`signal_shift` (computed once per shrinkage and reused by :meth:`scaled` for the same rows)."""
         if self.uniform:
-            shift = self.direction_shrink[0] * (self.target - x_hat) if self.space.rank else np.zeros_like(x_hat)
-        else:
-            if self._shift is None or self._shift.shape != x_hat.shape:
-                self._shift = self.signal_shift(x_hat)
-            shift = self._shift
-        return float(clipped_deviation_loss("gaussian", shift, self.scale, x_hat).mean())
+            return super().expected_loss(x_hat)
+        if isinstance(x_hat, StatisticLevels):
+            x_hat = x_hat.statistics
+        x_hat = np.asarray(x_hat, dtype=np.float64)
+        if self._shift is None or self._shift.shape != x_hat.shape:
+            self._shift = self.signal_shift(x_hat)
+        return float(clipped_deviation_loss("gaussian", self._shift, self.scale, x_hat).mean())
 
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         rows, width = x_hat.shape
@@ -172,9 +173,12 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         unit = torch.randn((rows, self.space.rank), generator=generator, dtype=torch.float64)
         basis = torch.as_tensor(self.space.basis, dtype=torch.float64)
         scales = torch.as_tensor(self.direction_scales, dtype=torch.float64)
-        xi = unit.mul_(scales) @ basis.T
-        xi.add_(self.signal_shift(x_hat))
-        return xi.to(device=x_hat.device)
+        kept = torch.as_tensor(1.0 - self.direction_shrink, dtype=torch.float64)
+        centred = x_hat.detach().cpu().double() - torch.as_tensor(self.target, dtype=torch.float64)
+        # xi = V (diag(1 - a) V^T (x_hat - t) + w o g) - (x_hat - t): the signal shift of signal_shift and the
+        # noise in one pass through the basis each way
+        coordinates = (centred @ basis).mul_(kept).add_(unit.mul_(scales))
+        return (coordinates @ basis.T).sub_(centred).to(device=x_hat.device)
 
     @property
     def noise_law(self) -> NoiseLaw | None:

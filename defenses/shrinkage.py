@@ -34,6 +34,7 @@ makes eps infinite (no guarantee); a suppressed one (a_j = 1) costs nothing.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -45,7 +46,7 @@ from bngp.release.noise_law import NoiseLaw
 from .base import Defense, Guarantee
 from .calibration import gaussian_epsilon
 
-__all__ = ["NOISE_LAWS", "REPORTED_DELTA", "ShrinkNoiseDefense", "clipped_deviation_loss"]
+__all__ = ["NOISE_LAWS", "REPORTED_DELTA", "ShrinkNoiseDefense", "StatisticLevels", "clipped_deviation_loss"]
 
 #: the laws of the unit noise e.
 NOISE_LAWS = ("laplace", "gaussian")
@@ -102,6 +103,43 @@ def clipped_deviation_loss(law: str, shift: np.ndarray, scale: np.ndarray, x_hat
     return np.where(noisy, np.maximum(loss, 0.0), exact)
 
 
+@dataclass(frozen=True, eq=False)
+class StatisticLevels:
+    """Rows of statistics f(D) (B, |Q|) held as the distinct values each attribute takes and how often.
+
+    f(D)_j = (Z^T b)_j / N takes at most N + 1 values, so over many draws each attribute repeats a few: the mean
+    over the rows and attributes of any g(f(D)_j, j) is sum_p weights_p g(values_p, columns_p) / (B |Q|),
+    exactly (up to the order of the sum), in P evaluations of g instead of B |Q|.
+
+    Attributes:
+        statistics: the rows themselves (B, |Q|), for what depends on a whole row.
+        values: the distinct values of each attribute, attribute by attribute (P,).
+        columns: the attribute of each value (P,).
+        weights: how many rows hold it (P,), summing to B |Q|.
+    """
+
+    statistics: np.ndarray
+    values: np.ndarray
+    columns: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def of(cls, statistics: np.ndarray) -> "StatisticLevels":
+        statistics = np.asarray(statistics, dtype=np.float64)
+        rows, width = statistics.shape
+        ordered = np.sort(statistics, axis=0)
+        first = np.ones_like(ordered, dtype=bool)
+        first[1:] = ordered[1:] != ordered[:-1]
+        columns, starts = np.nonzero(first.T)  # attribute by attribute, each value's first row
+        positions = columns * rows + starts
+        weights = np.diff(np.append(positions, rows * width)).astype(np.float64)
+        return cls(statistics, ordered[starts, columns], columns, weights)
+
+    def mean(self, values: np.ndarray) -> float:
+        """The mean over rows and attributes of a quantity given at each level (P,)."""
+        return float(np.dot(values, self.weights) / self.statistics.size)
+
+
 class ShrinkNoiseDefense(Defense):
     """x = clip(t + (1 - a) o (f(D) - t) + s o e, 0, 1) (module docstring); the noise is
     xi = a o (t - f(D)) + s o e.
@@ -142,8 +180,13 @@ class ShrinkNoiseDefense(Defense):
         return ShrinkNoiseDefense(self.shrink, scale, self.target, self.law, self.n_members, self.label, self.details,
                                   self.name)
 
-    def expected_loss(self, x_hat: np.ndarray) -> float:
-        """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|)."""
+    def expected_loss(self, x_hat: np.ndarray | StatisticLevels) -> float:
+        """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|), given as they are or
+        as their :class:`StatisticLevels` (each attribute's loss depends on its own f(D)_j alone: the same mean)."""
+        if isinstance(x_hat, StatisticLevels):
+            columns, values = x_hat.columns, x_hat.values
+            shift = self.shrink[columns] * (self.target[columns] - values)
+            return x_hat.mean(clipped_deviation_loss(self.law, shift, self.scale[columns], values))
         x_hat = np.asarray(x_hat, dtype=np.float64)
         shift = self.shrink * (self.target - x_hat)
         return float(clipped_deviation_loss(self.law, shift, self.scale, x_hat).mean())

@@ -60,6 +60,7 @@ SPECS = [
     "run:{composed}",
     "matched-laplace:run={plain}",
     "matched-gaussian:run={plain},delta=1e-5",
+    "matched-gaussian:run={plain},delta=1e-5,space=population",
     "matched-linf:run={plain}",
     "matched-laplace:run={composed}",
     "budget-laplace:budget=0.5x",
@@ -172,7 +173,7 @@ def _mean_abs_noise(kind: str, scale: float, n_outputs: int) -> float:
 
 
 @pytest.mark.parametrize("template", [t for t in SPECS if t.split(":")[0].removeprefix("matched-") in
-                                      ("laplace", "gaussian", "linf")])
+                                      ("laplace", "gaussian", "linf") and "space=population" not in t])
 def test_dp_noise_has_the_mean_absolute_value_of_its_law(template, runs, context, memberships, small_population) -> None:
     """BATCH x |Q| = 7680 draws.  Standard error of the mean |xi| relative to it: Laplace 1.1%
     (sd |xi| = b), Gaussian 0.9% (sd/mean 0.76), l-inf 1.1% (the BATCH radii Gamma(d + 1, a)
@@ -289,6 +290,11 @@ BAD_SPECS = [
     ("matched-linf:run={plain},delta=1e-5", InputError, "defense `matched-linf` does not take `delta`."),
     ("matched-gaussian:run={plain}", InputError, "defense `matched-gaussian` needs `delta=...`."),
     ("matched-gaussian:run={plain},delta=2", InputError, "`delta` must be in (0, 1), got 2."),
+    ("matched-laplace:run={plain},space=population", InputError,
+     "`space=population` matches the Gaussian mechanism only, not `laplace`"),
+    ("matched-gaussian:run={plain},delta=1e-5,space=panel", InputError, "`space` must be attributes or population"),
+    ("matched-gaussian:run={composed},delta=1e-5,space=population", InputError,
+     "`space=population` matches a mechanism on one copy only."),
     ("matched-laplace:run={plain},draws=abc", InputError, "`draws` of defense `matched-laplace` must be a whole number"),
     ("matched-laplace:run={plain},sensitivity=huge", InputError, "`sensitivity` must be one of paper, replace"),
     ("matched-laplace:run={plain},run={plain}", InputError, "`run` is given twice"),

@@ -399,3 +399,107 @@ def test_the_row_space_optimum_meets_the_budget_and_beats_its_uniform_start(sett
                      directions, N_MEMBERS).mean()
         for a in (0.2, 0.4, 0.6) for shaped in [shaped_at_budget(setting, budget, a)])
     assert optimum_auc < best_uniform
+
+
+def test_the_row_space_decoder_in_closed_form_is_the_factorised_one(space) -> None:
+    """optimise_direction_precisions' posterior C = p I - p^2 U diag(d / (1 + p d)) U^T (Woodbury, U orthonormal)
+    against the K x K factorisation of decoder_aucs' slow path on U diag(s) (1e-12, values and gradients); its
+    descent starts where optimise_precisions' does and ends no higher than it, and its tolerance stop lands within
+    1e-4 of all 400 steps."""
+    from bngp.defenses import linear_optimum
+
+    left, singular = space.left, space.singular_values
+    directions = left * singular
+    variances = linear_optimum.attribute_variances(directions, N_MEMBERS)
+    centred, prior_var = linear_optimum._centred(directions, N_MEMBERS)
+    k = space.n_individuals
+    p = N_MEMBERS / k * (1 - N_MEMBERS / k)
+    retention = torch.as_tensor(np.random.default_rng(4).uniform(0.05, 0.999, space.rank), dtype=torch.float64)
+
+    def both(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        values = values.clone().requires_grad_(True)
+        dense = linear_optimum._aucs(values, centred, torch.as_tensor(variances), prior_var).mean()
+        closed = linear_optimum._orthogonal_aucs(values, torch.as_tensor(left**2),
+                                                 torch.as_tensor(singular**2 / N_MEMBERS**2),
+                                                 torch.as_tensor(variances), p).mean()
+        dense_gradient, = torch.autograd.grad(dense, values)
+        closed_gradient, = torch.autograd.grad(closed, values)
+        return torch.stack([dense, closed]).detach(), torch.stack([dense_gradient, closed_gradient])
+
+    values, gradients = both(retention)
+    assert float(values[0]) == pytest.approx(float(values[1]), abs=1e-12)
+    np.testing.assert_allclose(gradients[0].numpy(), gradients[1].numpy(), atol=1e-12)
+    for fraction in (0.875, 0.5):
+        dense = linear_optimum.optimise_precisions(directions, N_MEMBERS, fraction)
+        closed = linear_optimum.optimise_direction_precisions(left, singular, N_MEMBERS, fraction)
+        full = linear_optimum.optimise_direction_precisions(left, singular, N_MEMBERS, fraction, tolerance=0.0)
+        assert closed.model_auc <= dense.model_auc + 1e-12
+        assert closed.model_auc == pytest.approx(full.model_auc, abs=1e-4)
+        assert closed.model_loss == pytest.approx(dense.model_loss, rel=1e-9)  # both spend the same model budget
+    with pytest.raises(InputError, match="n_members"):
+        linear_optimum.optimise_direction_precisions(left, singular, k, 0.5)
+
+
+def test_statistic_levels_give_the_mean_loss_of_every_row(small_population, setting, space) -> None:
+    """The calibration draws held as each attribute's distinct values and their counts (StatisticLevels): the
+    weights count every draw of every attribute, and the expected loss of per-attribute, uniform shaped and
+    per-direction shaped mechanisms read from them equals the mean over the rows themselves (1e-12)."""
+    from bngp.defenses.shrinkage import ShrinkNoiseDefense, StatisticLevels
+
+    levels = setting.levels
+    assert isinstance(levels, StatisticLevels)
+    assert levels.weights.sum() == setting.statistics.size
+    assert levels.values.size < setting.statistics.size / 10  # f(D)_j takes at most N + 1 values
+    np.testing.assert_allclose(levels.mean(levels.values**2), np.mean(setting.statistics**2), rtol=1e-12)
+    rng = np.random.default_rng(5)
+    width = small_population.n_attributes
+    mechanisms = [ShrinkNoiseDefense(rng.uniform(0, 0.5, width), rng.uniform(0, 0.05, width), setting.target, law,
+                                     N_MEMBERS) for law in ("laplace", "gaussian")]
+    mechanisms += [ShapedNoiseDefense(space, 0.3, rng.uniform(0.0, 0.02, space.rank), N_MEMBERS),
+                   ShapedNoiseDefense(space, rng.uniform(0, 1, space.rank), rng.uniform(0.0, 0.02, space.rank),
+                                      N_MEMBERS)]
+    for mechanism in mechanisms:
+        assert mechanism.expected_loss(levels) == pytest.approx(mechanism.expected_loss(setting.statistics), rel=1e-12)
+
+
+def test_the_shaped_noise_in_one_pass_is_the_signal_shift_plus_row_space_noise(small_population, space) -> None:
+    """noise() forms V (diag(1 - a) V^T (f(D) - t) + w o g) - (f(D) - t) in one pass each way; with the same draws g
+    (the same generator) it equals signal_shift plus V (w o g), the two-step form (1e-12)."""
+    rng = np.random.default_rng(6)
+    defense = ShapedNoiseDefense(space, rng.uniform(0, 1, space.rank), rng.uniform(0.0, 0.02, space.rank),
+                                 N_MEMBERS)
+    b = _membership(small_population.n_individuals, range(N_MEMBERS))
+    x_hat = np.tile(_statistic(small_population, b), (50, 1))
+    xi = _noise(defense, b, x_hat[0], 50, 9)
+    unit = torch.randn((50, space.rank), generator=torch_generator(9), dtype=torch.float64).numpy()
+    expected = (unit * defense.direction_scales) @ space.basis.T + defense.signal_shift(x_hat)
+    np.testing.assert_allclose(xi, expected, atol=1e-12)
+
+
+def test_matched_gaussian_projected_onto_the_population(tiny_run, small_population, context, space) -> None:
+    """``matched-gaussian:run=RUN,delta=D,space=population``: the Gaussian projected onto the candidates, its sigma
+    found so that the closed-form clipped loss at the scales sigma sqrt(l_j) is the run's measured loss (1e-9), one
+    release per draw measuring it within 3%; eps is the plain Gaussian's at that sigma (post-processing), so at the
+    same loss its sigma is larger and its eps smaller than the plain matched Gaussian's (the projection keeps
+    r / |Q| = 39 / 120 of the variance)."""
+    from bngp.defenses.matched import scale_for_projected_gaussian_loss
+    from bngp.defenses.matched_run import matched_to_run
+    from bngp.defenses.shrinkage import clipped_deviation_loss
+
+    plain, plain_record = matched_to_run("gaussian", str(tiny_run), context, delta=1e-5)
+    shaped, record = matched_to_run("gaussian", str(tiny_run), context, delta=1e-5, space="population")
+    assert isinstance(shaped, ProjectedDefense) and record["space"] == "population" and record["rank"] == space.rank
+    assert record["target_utility_loss"] == pytest.approx(plain_record["target_utility_loss"], rel=1e-12)
+    sigma = record["scale"]
+    assert sigma > plain_record["scale"] and record["epsilon"] < plain_record["epsilon"]
+    assert shaped.guarantee.epsilon == pytest.approx(record["epsilon"], rel=1e-12)
+    setting = BudgetSetting.of(small_population, N_MEMBERS)
+    x_hat = setting.statistics[:200]
+    target = float(clipped_deviation_loss("gaussian", 0.0, 0.03 * np.sqrt(space.leverages), x_hat).mean())
+    assert scale_for_projected_gaussian_loss(target, x_hat, space.leverages) == pytest.approx(0.03, rel=1e-9)
+    releases = setting.measured_loss(ProjectedDefense(GaussianDefense(0.03, shaped.inner.sensitivity, delta=1e-5),
+                                                      space))
+    assert releases == pytest.approx(float(clipped_deviation_loss("gaussian", 0.0, 0.03 * np.sqrt(space.leverages),
+                                                                  setting.statistics).mean()), rel=0.03)
+    with pytest.raises(InputError, match="leverages"):
+        scale_for_projected_gaussian_loss(target, x_hat, space.leverages[:5])
