@@ -153,9 +153,13 @@ def _rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's table: the bounds behind ``epsilon_lb`` with their ceilings."""
     method, design = payload["method"], payload["design"]
     if payload["mode"] == "one-run":
+        fdp = method["fdp_one_run"]
         return [{"bound": "one-run (Steinke, Nasr, Jagielski)", "epsilon_lb": payload["epsilon_lb"],
                  "epsilon_ceiling": payload["epsilon_ceiling"], "kind": "lower bound",
-                 "detail": f"{design['canaries']} canaries; {_guesses(method['one_run'])}"}]
+                 "detail": f"{design['canaries']} canaries; {_guesses(method['one_run'])}"},
+                {"bound": "f-DP one-run, Gaussian (Mahloujifar, Melis, Chaudhuri)", "epsilon_lb": fdp["epsilon_lb"],
+                 "epsilon_ceiling": "-", "kind": "lower bound for a Gaussian privacy curve",
+                 "detail": f"mu_lb = {fdp['mu_lb']:.4f} at delta {fdp['delta']:g}; {_guesses(fdp)}"}]
     if payload["mode"] == "many-run":
         best = method["clopper_pearson_best_canary"]
         record = next((entry for entry in method["per_canary"] if entry["canary"] == best), None)

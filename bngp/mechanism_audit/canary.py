@@ -26,7 +26,10 @@ Bounds.
 
 * one run (Steinke, Nasr, Jagielski, "Privacy auditing with one (1) training run",
   arXiv:2305.08846, Thm. 3.1 and Prop. 5.7): :func:`bngp.audit.one_run_search` on the m scores, guessing "in"
-  for the top k+ and "out" for the bottom k-, Bonferroni over the (k+, k-) candidates.
+  for the top k+ and "out" for the bottom k-, Bonferroni over the (k+, k-) candidates.  Beside it, on the same
+  guesses, the f-DP one-run bound of Mahloujifar, Melis & Chaudhuri (arXiv:2410.22235,
+  :func:`bngp.audit.fdp_one_run_search`): the largest mu whose mu-GDP the guesses reject, read against a
+  Gaussian mechanism's claimed mu (its eps at the audit's delta, 1e-5 for a pure-DP claim).
 * many runs (R independent releases with fresh inclusions): two bounds, each at error beta/2,
   whose maximum is therefore valid at confidence 1 - beta:
 
@@ -58,7 +61,8 @@ import numpy as np
 import torch
 
 from bngp.attacks.base import Attack
-from bngp.audit import empirical_tradeoff, many_run_audit, one_run_search, perfect_scores, roc_summary
+from bngp.audit import empirical_tradeoff, fdp_one_run_search, many_run_audit, one_run_search, perfect_scores, \
+    roc_summary
 from bngp.mechanism_audit.common import attack_record, audit_seeds, check_scores, fit_attack, resolve_delta
 from bngp.mechanism_audit.results import MechanismAuditResult, claimed_guarantee, resolve_neighbouring
 from bngp.audit.inputs import check_confidence
@@ -329,7 +333,10 @@ def one_run_mechanism_audit(
         return one_run_search(values, inclusion, confidence=confidence, delta=delta, seed=experiment["seeds"]["ties"])
 
     result = bound(scores)
-    method = {"name": "one-run (steinke-nasr-jagielski 2023)", "one_run": result.to_dict()}
+    fdp = fdp_one_run_search(scores, inclusion, confidence=confidence, delta=delta if delta > 0 else 1e-5,
+                             seed=experiment["seeds"]["ties"])
+    method = {"name": "one-run (steinke-nasr-jagielski 2023)", "one_run": result.to_dict(),
+              "fdp_one_run": fdp.to_dict()}
     tradeoff = {"scores": f"the {inclusion.size} canary scores of the one release", "is_test": False,
                 **empirical_tradeoff(scores, inclusion, confidence=confidence).to_dict()}
     ceiling = bound(perfect_scores(inclusion)).epsilon_lb

@@ -74,7 +74,9 @@ def test_every_mode_writes_the_bound_next_to_the_claim(population_file, tmp_path
     assert markdown.index("### Decision") < markdown.index("| bound |")
     assert f"**{payload['audit_decision']['sentence']}**" in markdown and "decision" not in payload
     rows = [line for line in markdown.splitlines() if line.startswith("| ") and not line.startswith("| bound")]
-    assert len(rows) == {"one-run": 1, "many-run": 2, "panoramia": 2}[mode]
+    assert len(rows) == {"one-run": 2, "many-run": 2, "panoramia": 2}[mode]  # one run: with the f-DP (Gaussian) bound
+    if mode == "one-run":
+        assert f"| {payload['method']['fdp_one_run']['epsilon_lb']:.4f} | - | lower bound for a Gaussian" in markdown
     assert f"| {payload['epsilon_ceiling']:.4f} | lower bound |" in markdown
     assert stdout.splitlines()[1].startswith(payload["reading"])
 
