@@ -80,6 +80,7 @@ class ReferenceScore:
         epsilon: the mechanism's eps (Laplace: eps-DP; Gaussian: at delta = 1e-5), or None without a guarantee.
         mechanism: :meth:`ShrinkNoiseDefense.summary`, or the time-sharing probability.
         chosen: whether it is the start of the defender (the lowest AUC, time-sharing excluded).
+        seconds: the wall time of its converged linear attack (releases drawn, fits, test releases scored).
     """
 
     label: str
@@ -91,17 +92,19 @@ class ReferenceScore:
     epsilon: float | None
     mechanism: dict
     chosen: bool = False
+    seconds: float | None = None
 
     def to_dict(self) -> dict:
         return {"label": self.label, "auc": self.auc, "tpr_at_1pct_fpr": self.tpr_at_1pct,
                 "tpr_at_0.1pct_fpr": self.tpr_at_01pct, "shadow_releases": self.releases, "loss": self.loss,
-                "epsilon": self.epsilon, "mechanism": self.mechanism, "chosen": self.chosen}
+                "epsilon": self.epsilon, "mechanism": self.mechanism, "chosen": self.chosen, "seconds": self.seconds}
 
 
 @dataclass(frozen=True, eq=False)
 class ReferenceRanking:
     """Every reference at one budget with its score, and the best one (the defender's start); ``skipped`` says why
-    the references shaped to the population are missing where they would apply (memory)."""
+    the references shaped to the population are missing where they would apply (memory); ``build_seconds`` is
+    the wall time of building (calibrating) the references, before any is scored."""
 
     budget: UtilityBudget
     scores: tuple[ReferenceScore, ...]
@@ -109,6 +112,7 @@ class ReferenceRanking:
     seed: int
     defenses: dict[str, Defense] = field(default_factory=dict, repr=False)
     skipped: str | None = None
+    build_seconds: float | None = None
 
     @property
     def best_score(self) -> ReferenceScore:
@@ -116,7 +120,7 @@ class ReferenceRanking:
 
     def to_dict(self) -> dict:
         record = {"budget": self.budget.to_dict(), "seed": self.seed, "best": self.best_score.label,
-                  "references": [score.to_dict() for score in self.scores]}
+                  "build_seconds": self.build_seconds, "references": [score.to_dict() for score in self.scores]}
         if self.skipped:
             record["skipped"] = self.skipped
         return record
@@ -283,6 +287,7 @@ def rank_references(population: Population, n_members: int, budget: str | float,
         progress: a line on stderr per reference scored.
     """
     seed = resolve_seed(seed)
+    building = time.perf_counter()
     setting = setting or BudgetSetting.of(population, n_members)
     resolved = setting.resolve(budget)
     candidates: list[tuple[str, Defense]] = [("laplace", reference_at_budget("laplace", setting, resolved)),
@@ -301,6 +306,7 @@ def rank_references(population: Population, n_members: int, budget: str | float,
     if skipped and progress:
         print(f"[references] {skipped}", file=sys.stderr, flush=True)
     candidates.append(("time-sharing", reference_at_budget("time-sharing", setting, resolved)))
+    build_seconds = time.perf_counter() - building
     seeds = spawn_seeds(seed, len(candidates))
     scored = []
     for index, ((label, defense), stream) in enumerate(zip(candidates, seeds), start=1):
@@ -308,17 +314,19 @@ def rank_references(population: Population, n_members: int, budget: str | float,
         score = linear_attack_score(defense, population, n_members, stream,
                                     space=setting.space if shaping_applies(population) and not skipped else None,
                                     whole=skipped is not None)
+        seconds = time.perf_counter() - started
         if progress:
             print(f"[references] {index}/{len(candidates)} {label}: AUC {score.auc:.4f}, TPR at 1% FPR "
-                  f"{score.tpr_at_1pct:.3f} ({score.releases:,} shadow releases, {time.perf_counter() - started:.1f} s)",
+                  f"{score.tpr_at_1pct:.3f} ({score.releases:,} shadow releases, {seconds:.1f} s)",
                   file=sys.stderr, flush=True)
         shrinking = isinstance(defense, ShrinkNoiseDefense)
         epsilon = defense.guarantee.epsilon if shrinking and defense.guarantee is not None else None
         scored.append(ReferenceScore(label, score.auc, score.tpr_at_1pct, score.tpr_at_01pct, score.releases,
                                      setting.loss(defense) if shrinking else None, epsilon,
-                                     defense.summary() if shrinking else {"probability": defense.probability}))
+                                     defense.summary() if shrinking else {"probability": defense.probability},
+                                     seconds=seconds))
     eligible = [index for index, score in enumerate(scored) if score.label != "time-sharing"]
     best_index = min(eligible, key=lambda index: (scored[index].auc, scored[index].tpr_at_1pct))
     scored[best_index] = replace(scored[best_index], chosen=True)
     defenses = {label: defense for label, defense in candidates}
-    return ReferenceRanking(resolved, tuple(scored), candidates[best_index][1], seed, defenses, skipped)
+    return ReferenceRanking(resolved, tuple(scored), candidates[best_index][1], seed, defenses, skipped, build_seconds)

@@ -86,6 +86,8 @@ CALIBRATION_SEED = 20241009
 MEASUREMENT_SEED = CALIBRATION_SEED + 1
 #: where a reference's noise lives: every attribute, or the candidates' row space (:mod:`bngp.defenses.shaped`).
 SPACES = ("attributes", "population")
+#: halvings of the bracket on the model budget of the row-space optimum (:func:`row_space_optimal_at_budget`).
+_MODEL_BUDGET_BISECTIONS = 6
 #: the references :func:`reference_at_budget` builds.
 REFERENCE_KINDS = ("laplace", "gaussian", "shrinkage", "suppression", "linear-optimal", "time-sharing")
 
@@ -309,19 +311,36 @@ def row_space_optimal_at_budget(setting: BudgetSetting, budget: UtilityBudget) -
     and noise (the decoder's posterior in closed form: U has orthonormal columns).  Its loss model counts
     directions, not attributes; the exact per-attribute loss is the closed form of
     :class:`~bngp.defenses.shaped.ShapedNoiseDefense`, and where the optimum's shrinkage alone spends more
-    than the budget the model budget is lowered (by 0.8 at a time) until it does not."""
+    than the budget the model budget is lowered until it does not: by 0.8 at a time to a model budget that fits,
+    then by bisection (:data:`_MODEL_BUDGET_BISECTIONS` halvings) towards the largest that fits."""
     space = setting.space
     record = {"budget": budget.to_dict(), "space": "population", "weighting": "optimal"}
-    fraction = budget.fraction
-    for _ in range(12):
+
+    def shaped_at(fraction: float) -> tuple[ShapedNoiseDefense, bool]:
         optimum = optimise_direction_precisions(space.left, space.singular_values, setting.n_members, fraction)
         shape = ShapedNoiseDefense(space, optimum.shrink, optimum.sigma, setting.n_members, "linear-optimal",
                                    {**record, "model_auc": optimum.model_auc, "model_budget": fraction},
                                    weighting="optimal")
-        if setting.loss(shape.scaled(0.0)) <= budget.value * (1 + 1e-9):
-            return setting.scaled_to(shape.scaled, budget, budget.value / max(float(np.mean(shape.scale)), 1e-300))
-        fraction *= 0.8
-    raise InputError(f"no shrinkage in the row space fits the budget {budget.value:.5g}.")
+        return shape, setting.loss(shape.scaled(0.0)) <= budget.value * (1 + 1e-9)
+
+    fraction, above = budget.fraction, None
+    for _ in range(12):
+        shape, fits = shaped_at(fraction)
+        if fits:
+            break
+        above, fraction = fraction, fraction * 0.8
+    else:
+        raise InputError(f"no shrinkage in the row space fits the budget {budget.value:.5g}.")
+    if above is not None:
+        below = fraction
+        for _ in range(_MODEL_BUDGET_BISECTIONS):
+            middle = 0.5 * (below + above)
+            candidate, fits = shaped_at(middle)
+            if fits:
+                shape, below = candidate, middle
+            else:
+                above = middle
+    return setting.scaled_to(shape.scaled, budget, budget.value / max(float(np.mean(shape.scale)), 1e-300))
 
 
 class TimeSharingDefense(Defense):

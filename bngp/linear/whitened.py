@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .fits import RIDGE_PATH, Centred, LinearFit, best_point, centre, mean_auc, prior_intercept
+from .fits import RIDGE_PATH, Centred, LinearFit, best_point, centre, fit_ridge, mean_auc, prior_intercept
 from .kernels import Eigenbasis, Tridiagonal, gram, symmetric_eigh, symmetric_form, thin_svd, times_right_vectors, \
     top_eigenvalue
 
@@ -87,7 +87,13 @@ def fit_ridge_and_whitened(
     releases with their default paths, both from the one decomposition of the residual noise
     covariance the whitened fit makes (module docstring): the ridge fit needs no Gram matrix or
     eigendecomposition of its own.  The ridge fit equals :func:`bngp.linear.fits.fit_ridge`'s up to
-    rounding."""
+    rounding.  Releases no wider than the memberships (K, such as the row-space coordinates of
+    :mod:`bngp.data.geometry`, r <= K - 1 values) take :func:`bngp.linear.fits.fit_ridge` itself: its own
+    eigendecomposition of the (at most K x K) Gram matrix makes each penalty a diagonal rescaling, where the
+    path through the whitened decomposition costs K x K factorisations per penalty."""
+    if releases.shape[1] <= memberships.shape[1]:
+        return (fit_ridge(releases, memberships, validation, prior_mean=prior_mean),
+                fit_whitened(releases, memberships, validation, prior_mean=prior_mean))
     model = _decompose(releases, memberships, validation, prior_mean)
     whitened = _fit_whitened_on(model, SHRINKAGE_PATH, WHITENED_RIDGE_PATH)
     return _fit_ridge_on(model, RIDGE_PATH), whitened

@@ -118,13 +118,21 @@ def _audited_epsilon(population, defense, members: int, seed: int) -> float:
     return float(result.epsilon_lb)
 
 
-def frontier_cell(population, members: int, fraction: float, seed: int, budget: Budget, run_dir: Path) -> dict:
-    """One (population, budget) cell of the module docstring, as a JSON-able record."""
+def frontier_cell(population, members: int, fraction: float, seed: int, budget: Budget, run_dir: Path, *,
+                  audit: bool = True) -> dict:
+    """One (population, budget) cell of the module docstring, as a JSON-able record with the wall time of each
+    phase (``phase_seconds``); without ``audit`` the end-to-end audits are left out (their fields absent)."""
     started = time.perf_counter()
+    phases: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        phases[name] = time.perf_counter() - started - sum(phases.values())
+
     prior = UniformSubsetPrior(population.n_individuals, members)
     ranking_seed, trained_seed, evaluation_seed, audit_seed = spawn_seeds(seed, 4)
     ranking = rank_references(population, members, f"{fraction:g}x", ranking_seed, shrink_grid=SHRINK_GRID)
     best = ranking.best_score
+    lap("references")
     config = start_config(ranking, GameConfig(
         steps=budget.steps, eval_every=budget.eval_every, checkpoint_every=budget.checkpoint_every, seed=seed,
         objective=ObjectiveSettings(kind="utility-budget", budget=ranking.budget.value),
@@ -132,25 +140,32 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     game = Game(population, prior, config, start=ranking.best,
                 start_record={"reference": best.label, "ranking": ranking.to_dict()})
     summary, _ = train_once(game, run_dir)
+    lap("game")
     context = DefenseContext(population, members)
     trained = load_run_defense(run_dir, context)
     score = linear_attack_score(trained, population, members, trained_seed)
+    lap("linear attack of the defender")
     evaluation = {"trained": _evaluation_record(population, prior, trained, members, budget.releases, evaluation_seed),
                   "best_reference": _evaluation_record(population, prior, ranking.best, members, budget.releases,
                                                        evaluation_seed)}
+    lap("evaluations (every attack)")
     references = ranking.to_dict()["references"]
-    for entry in references:
-        entry["audited_epsilon_lb"] = _audited_epsilon(population, ranking.defenses[entry["label"]], members, audit_seed)
+    trained_record = {**score.to_dict(), "loss": summary.budget.kept_state_value, "met": summary.budget.met,
+                      "start": {key: summary.start[key] for key in ("reference", "kept", "reason", "final_state_moved",
+                                                                     "kept_state_moved", "trained_step", "final_step")
+                                if key in summary.start},
+                      "steps": summary.steps}
+    if audit:
+        for entry in references:
+            entry["audited_epsilon_lb"] = _audited_epsilon(population, ranking.defenses[entry["label"]], members,
+                                                           audit_seed)
+        trained_record["audited_epsilon_lb"] = _audited_epsilon(population, trained, members, audit_seed)
+        lap("audits")
     return {
         "fraction": fraction, "budget": ranking.budget.to_dict(), "references": references,
-        "best_reference": best.label,
-        "trained": {**score.to_dict(), "loss": summary.budget.kept_state_value, "met": summary.budget.met,
-                    "start": {key: summary.start[key] for key in ("reference", "kept", "reason", "final_state_moved", "kept_state_moved", "trained_step", "final_step")
-                              if key in summary.start},
-                    "steps": summary.steps,
-                    "audited_epsilon_lb": _audited_epsilon(population, trained, members, audit_seed)},
-        "evaluation": evaluation,
-        "seconds": time.perf_counter() - started,
+        "best_reference": best.label, "trained": trained_record, "evaluation": evaluation,
+        "seconds": time.perf_counter() - started, "phase_seconds": phases,
+        "reference_build_seconds": ranking.build_seconds,
     }
 
 

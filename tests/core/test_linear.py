@@ -440,12 +440,13 @@ def test_outputs_that_do_not_vary_are_left_out_of_the_fits_exactly(outputs):
     assert whitened.score == pytest.approx(max(grid.values()), abs=1e-9)
 
 
-@pytest.mark.parametrize("outputs, constant", [(12, False), (90, False), (90, True)])
+@pytest.mark.parametrize("outputs, constant", [(5, False), (12, False), (90, False), (90, True)])
 def test_ridge_from_the_whitened_decomposition_is_fit_ridge(outputs, constant):
     """fit_ridge_and_whitened: the ridge fit from the whitened fit's decomposition (push-through
     identity) is fit_ridge's on the same releases: the same path of validation AUCs (to 1e-12), the
     same penalty, weights to 1e-9 of the largest; the whitened fit is fit_whitened's exactly.
-    Primal (R = 60 > 12 outputs) and low-rank (R = 40 < 90) paths, with constant outputs."""
+    Primal (R = 60 > 12 outputs) and low-rank (R = 40 < 90) paths, with constant outputs; releases no wider
+    than the K = 6 memberships (5 outputs, as row-space coordinates are) take fit_ridge itself."""
     x, b, validation_x, validation_b = _linear_problem(seed=1 if outputs == 12 else 5, outputs=outputs,
                                                        repeats=3 if outputs == 12 else 2)
     if constant:
