@@ -16,10 +16,11 @@ With no more candidates than attributes (K - 1 < |Q|, :func:`bngp.data.geometry.
 also holds Gaussian noise confined to the candidates' row space, flat and eigen-weighted, with every
 shrinkage of the grid (:func:`bngp.defenses.budget.shaped_at_budget`), and the linear-decoder optimum with
 one shrinkage and one noise scale per direction (:func:`bngp.defenses.budget.row_space_optimal_at_budget`).
-The linear attack reads the releases of every mechanism whose noise is isotropic or in the row space, with
-one shrinkage per direction, in the row-space coordinates V^T (x - t) (:func:`release_coordinates`): r <= K - 1
-values instead of |Q|, nothing lost to a linear map (:mod:`bngp.data.geometry`), on as many shadow releases
-as the whole release's curve may draw.
+The linear attack reads the releases of the references in the row-space coordinates (:func:`release_coordinates`):
+V^T (x - t) for noise that is isotropic or in the row space, V^T (x_E - t_E) on the attributes E that suppression
+releases: r <= K - 1 values instead of |Q|, nothing lost to a linear map (:mod:`bngp.data.geometry`), on as many
+shadow releases as the whole release's curve may draw; per-attribute noise (the linear-decoder optimum) is read
+whole.
 
 Every reference is a :class:`~bngp.defenses.shrinkage.ShrinkNoiseDefense`, which the defender G holds
 exactly (:func:`bngp.game.start.start_defender`).
@@ -51,7 +52,7 @@ from bngp.linear import converged_fit_bytes, default_shadow_releases, fit_conver
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 
 __all__ = ["SHAPED_GAUSSIAN", "SHAPED_OPTIMUM", "SHRINK_GRID", "TEST_RELEASES", "LinearAttackScore", "ReferenceScore",
-           "ReferenceRanking", "check_linear_attack_memory", "linear_attack_score", "rank_references",
+           "ReferenceRanking", "ReleaseReading", "check_linear_attack_memory", "linear_attack_score", "rank_references",
            "release_coordinates", "within_release"]
 
 #: the uniform shrinkages tried for the ``shrinkage`` reference.
@@ -126,25 +127,61 @@ class ReferenceRanking:
         return record
 
 
+@dataclass(frozen=True, eq=False)
+class ReleaseReading:
+    """What the converged linear attack reads of a release instead of its |Q| values: the candidates' row-space
+    coordinates V^T (w o (x - t)) for each attribute weighting w of ``weightings`` (None: w = 1), side by side
+    (:func:`release_coordinates`)."""
+
+    space: PopulationSpace
+    weightings: tuple[np.ndarray | None, ...] = (None,)
+
+    @property
+    def width(self) -> int:
+        return self.space.rank * len(self.weightings)
+
+    def __call__(self, releases: np.ndarray) -> np.ndarray:
+        parts = [self.space.coordinates(releases) if weights is None else
+                 self.space.weighted_coordinates(releases, weights) for weights in self.weightings]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+
+def _per_attribute_weightings(defense: ShrinkNoiseDefense) -> tuple[np.ndarray, ...]:
+    """The weighting of a release with per-attribute shrinkage a_j and no noise (suppression): 1 on the attributes
+    it releases (a_j < 1: x_j - t_j = (1 - a_j)(f(D)_j - t_j), never clipped), whose coordinates V^T (x_E - t_E)
+    lose nothing of x_E (:func:`release_coordinates`); none for a release with noise, whose clipping at each
+    attribute's own bounds the coordinates would not see (it is read whole)."""
+    if np.any(defense.scale > 0):
+        return ()
+    kept = defense.shrink < 1
+    return (kept.astype(np.float64),) if kept.any() else ()
+
+
 def release_coordinates(defense: Defense, population: Population, n_members: int,
-                        space: PopulationSpace | None = None) -> PopulationSpace | None:
-    """The candidates' row space whose coordinates V^T (x - t) a linear attack reads instead of the release x, or
-    None (the whole release); ``space``: ``population``'s geometry when already built.
+                        space: PopulationSpace | None = None) -> ReleaseReading | None:
+    """What a linear attack reads of the releases of ``defense`` instead of the release x (a
+    :class:`ReleaseReading` of the candidates' row space), or None (the whole release); ``space``:
+    ``population``'s geometry when already built.
 
     Noise confined to the candidates' row space (:class:`~bngp.defenses.shaped.ShapedNoiseDefense`,
     :class:`~bngp.defenses.shaped.ProjectedDefense` whose basis spans a subspace of it) leaves x - t in it up to
-    clipping; for isotropic noise with one shrinkage (a :class:`~bngp.defenses.shrinkage.ShrinkNoiseDefense`
-    with one a and one scale) the part of x outside it is independent of b.  Either way the best linear map
-    from x to b depends on x only through the coordinates (:mod:`bngp.data.geometry`), r <= K - 1 values
-    instead of |Q|.  A mechanism shaped to any other space (another panel) is read whole: the coordinates of
-    the candidates' space are those of the population, never of the mechanism.  Where the basis would not fit
-    in memory the release is read whole."""
-    if not shaping_applies(population):
+    clipping; for isotropic noise with one shrinkage the part of x outside it is independent of b: either way
+    the best linear map from x to b depends on x only through the coordinates V^T (x - t) (:mod:`bngp.data.geometry`),
+    r <= K - 1 values instead of |Q|.  A release with per-attribute shrinkage and no noise (suppression) is read
+    through V^T (x_E - t_E) on the attributes E it releases: if two memberships gave the same coordinates, with
+    x_E - t_E = D V y (D the positive retentions on E, 0 elsewhere) V^T D V y = 0, so ||D^(1/2) V y|| = 0 and
+    x_E is the same: nothing of x_E is lost.  Per-attribute noise is read whole: N M Sigma^-1 (x - t) is
+    sufficient before clipping, but each attribute is clipped at its own bounds, which a whole-release map can
+    read and the statistic cannot.  A mechanism shaped to any other space (another panel) is read whole: the coordinates of the
+    candidates' space are those of the population, never of the mechanism.  Where the basis would not fit in
+    memory the release is read whole."""
+    if not shaping_applies(population) or defense.composition != 1:
         return None
     shaped = isinstance(defense, (ShapedNoiseDefense, ProjectedDefense))
-    isotropic = (isinstance(defense, ShrinkNoiseDefense) and not shaped and np.ptp(defense.shrink) == 0
-                 and np.ptp(defense.scale) == 0 and defense.composition == 1)
-    if not (shaped or isotropic):
+    per_attribute = isinstance(defense, ShrinkNoiseDefense) and not shaped
+    isotropic = per_attribute and np.ptp(defense.shrink) == 0 and np.ptp(defense.scale) == 0
+    weightings = (None,) if shaped or isotropic else _per_attribute_weightings(defense) if per_attribute else ()
+    if not weightings:
         return None
     if space is None:
         try:
@@ -158,10 +195,10 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
         captured = float(np.sum((space.basis.T @ inner) ** 2))
         if captured < inner.shape[1] * (1.0 - 1e-9):
             return None
-    return space
+    return ReleaseReading(space, weightings)
 
 
-def _sampler(population: Population, n_members: int, defense: Defense, seed: int, space: PopulationSpace | None):
+def _sampler(population: Population, n_members: int, defense: Defense, seed: int, reading: ReleaseReading | None):
     prior = UniformSubsetPrior(population.n_individuals, n_members)
     mechanism = release_mechanism(population.genotypes, defense.composition)
     calls = [0]
@@ -171,8 +208,8 @@ def _sampler(population: Population, n_members: int, defense: Defense, seed: int
         generator = torch_generator(spawn_seeds(seed, calls[0])[-1])
         b = prior.sample_torch(int(n), generator)
         x = sample_releases(mechanism, defense, b, generator)
-        if space is not None:
-            x = space.coordinates(x)
+        if reading is not None:
+            x = reading(x)
         return torch.as_tensor(x, dtype=torch.float64), b.double()
 
     return sample, prior

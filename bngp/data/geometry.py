@@ -153,6 +153,12 @@ class PopulationSpace:
         releases = np.asarray(releases, dtype=np.float64)
         return (releases - self.target) @ self.basis
 
+    def weighted_coordinates(self, releases: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """V^T (w o (x - t)) for each row of ``releases`` (B, |Q|) and attribute weights w (|Q|,): (B, r); with w
+        the indicator of a set E of attributes, the coordinates of x's part on E."""
+        releases = np.asarray(releases, dtype=np.float64)
+        return ((releases - self.target) * np.asarray(weights, dtype=np.float64)) @ self.basis
+
     def project(self, releases: np.ndarray) -> np.ndarray:
         """P(x) = t + V V^T (x - t): the orthogonal projection onto the affine hull of the candidates'
         possible statistics, row by row."""

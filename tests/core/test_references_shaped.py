@@ -21,6 +21,7 @@ from bngp.data.priors import UniformSubsetPrior
 from bngp.decision import decide_release
 from bngp.defenses.budget import BudgetSetting, reference_at_budget, row_space_optimal_at_budget, shaped_at_budget
 from bngp.defenses.shaped import ShapedNoiseDefense, direction_weights
+from bngp.defenses.shrinkage import ShrinkNoiseDefense
 from bngp.game import Game, GameConfig
 from bngp.game.start import BudgetSurface
 from bngp.references import SHAPED_GAUSSIAN, SHAPED_OPTIMUM, linear_attack_score, rank_references, release_coordinates
@@ -43,28 +44,40 @@ def _config(**overrides) -> GameConfig:
     return GameConfig.from_flat(settings)
 
 
-@pytest.mark.parametrize("kind", ["shaped", "laplace"])
+@pytest.mark.parametrize("kind", ["shaped", "laplace", "suppression", "shrunk"])
 def test_coordinates_read_what_the_whole_release_reads(kind, narrow) -> None:
     """For noise in the row space and for isotropic noise the best linear map depends on x only through V^T (x - t)
-    (bngp.data.geometry): the converged linear attack in coordinates reads the whole release's AUC within 0.01
-    (the same seed; the difference is the fits' own variation and the clipping)."""
+    (bngp.data.geometry); a release with per-attribute shrinkage and no noise (suppression; ``shrunk``: a third of
+    the attributes exact, a third suppressed, a third shrunk by 0.3) through V^T (x_E - t_E) on the attributes it
+    releases: the converged linear attack in coordinates reads the whole release's AUC within 0.01 (the same seed;
+    the difference is the fits' own variation and the clipping)."""
     population, setting = narrow
     budget = setting.resolve("0.875x")
-    defense = shaped_at_budget(setting, budget, 0.4) if kind == "shaped" else reference_at_budget("laplace", setting, budget)
-    assert release_coordinates(defense, population, MEMBERS) is not None
+    if kind == "shaped":
+        defense = shaped_at_budget(setting, budget, 0.4)
+    elif kind == "shrunk":
+        width = population.n_attributes
+        defense = ShrinkNoiseDefense(np.tile([0.0, 1.0, 0.3], width // 3 + 1)[:width], np.zeros(width), setting.target,
+                                     "laplace", MEMBERS)
+    else:
+        defense = reference_at_budget(kind, setting, budget)
+    reading = release_coordinates(defense, population, MEMBERS)
+    assert reading is not None and reading.width == setting.space.rank
     inside = linear_attack_score(defense, population, MEMBERS, 5)
     whole = linear_attack_score(defense, population, MEMBERS, 5, whole=True)
     assert inside.auc == pytest.approx(whole.auc, abs=0.01)
     assert inside.auc > 0.6  # the test reads a signal, not chance
 
 
-def test_per_attribute_mechanisms_are_read_whole(narrow) -> None:
-    """Suppression and the linear-decoder optimum shrink or scale attributes one by one: their part of x outside
-    the row space depends on b, so they are read whole."""
+def test_per_attribute_noise_is_read_whole(narrow) -> None:
+    """The linear-decoder optimum and any per-attribute noise: each attribute is clipped at its own bounds, which
+    the coordinates would not see, so they are read whole."""
     population, setting = narrow
     budget = setting.resolve("0.75x")
-    for kind in ("suppression", "linear-optimal"):
-        assert release_coordinates(reference_at_budget(kind, setting, budget), population, MEMBERS) is None
+    assert release_coordinates(reference_at_budget("linear-optimal", setting, budget), population, MEMBERS) is None
+    width = population.n_attributes
+    noisy = ShrinkNoiseDefense(np.zeros(width), np.linspace(0.0, 0.05, width), setting.target, "gaussian", MEMBERS)
+    assert release_coordinates(noisy, population, MEMBERS) is None
 
 
 def test_shaped_references_join_the_ranking_only_below_full_rank(narrow, wide_population, wide_setting) -> None:
