@@ -233,8 +233,11 @@ def test_cli_trains_from_a_shaped_start_and_evaluates_it(narrow_file, tmp_path, 
     ("shrinkage:budget=0.5x,shrink=0.3,noise=laplace,space=population", "shapes Gaussian noise only"),
     ("budget-gaussian:budget=0.5x,weighting=eigen", "give it with `space=population`"),
     ("gaussian:epsilon=1,delta=1e-5,space=rows", "`space` must be attributes or population"),
+    ("matched-laplace:run=RUN,space=population", "matches the Gaussian mechanism only"),
+    ("matched-gaussian:run=RUN,delta=1e-5,space=rows", "`space` must be attributes or population"),
 ])
 def test_cli_refuses_bad_shaped_specs_in_one_line(spec, message, narrow_file, tmp_path, capsys) -> None:
+    """The matched SPECs are refused before their run is read (RUN need not exist)."""
     code = main(["evaluate", "--no-decision", "--population", str(narrow_file), "--members", str(MEMBERS), "--defense", spec,
                  "--attacks", "linear", "--quiet", "--out", str(tmp_path / "e.json")])
     error = capsys.readouterr().err.strip().splitlines()
