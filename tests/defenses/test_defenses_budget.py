@@ -45,6 +45,24 @@ def test_clipped_loss_matches_monte_carlo(law) -> None:
     np.testing.assert_allclose(clipped_deviation_loss(law, c, s, x), monte_carlo, rtol=5e-3, atol=2e-4)
 
 
+@pytest.mark.parametrize("law", ["laplace", "gaussian"])
+def test_clipped_loss_far_from_the_bounds_is_the_whole_closed_form(law) -> None:
+    """Where both bounds lie more than 9 (Gaussian) or 44 (Laplace) scales away, clipped_deviation_loss drops the
+    clipped terms; on 200,000 draws spanning near and far (scales 1e-4 to 0.3) it equals the whole closed form of
+    the module docstring evaluated everywhere (relative 1e-14)."""
+    from bngp.defenses.shrinkage import _cdf_and_partial_mean
+
+    rng = np.random.default_rng(1)
+    x, c, s = rng.uniform(0, 1, 200_000), rng.normal(0, 0.05, 200_000), 10 ** rng.uniform(-4, -0.5, 200_000)
+    f_low, m_low = _cdf_and_partial_mean(law, -x, c, s)
+    _, m_zero = _cdf_and_partial_mean(law, np.zeros_like(x), c, s)
+    f_high, m_high = _cdf_and_partial_mean(law, 1.0 - x, c, s)
+    whole = np.maximum(m_high - 2.0 * m_zero + m_low + x * f_low + (1.0 - x) * (1.0 - f_high), 0.0)
+    far = np.minimum(x + c, 1 - x - c) >= (9.0 if law == "gaussian" else 44.0) * s
+    assert 0.2 < far.mean() < 0.8  # both branches are exercised
+    np.testing.assert_allclose(clipped_deviation_loss(law, c, s, x), whole, rtol=1e-14, atol=1e-300)
+
+
 def test_clipped_loss_reduces_to_the_unclipped_forms_and_to_the_exact_shift() -> None:
     c = np.array([-0.01, 0.0, 0.004, 0.02])
     s = np.full(4, 0.005)
