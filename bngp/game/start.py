@@ -75,6 +75,32 @@ def start_defender(defender: Defender, reference: ShrinkNoiseDefense) -> None:
         defender.noise_scale.copy_(torch.as_tensor(reference.scale, dtype=torch.float32))
 
 
+def _root_near(excess, guess: float, upper: float | None) -> float:
+    """The root of ``excess``, increasing on [0, ``upper``] (no upper end: [0, inf)) and negative at 0, found near
+    ``guess``: a bracket of relative half-width 1% around it, widened fourfold until it holds the sign change (its
+    ends kept inside [0, ``upper``]), then Brent's method to 1e-12; each value is computed once."""
+    values: dict[float, float] = {}
+
+    def cached(c: float) -> float:
+        if c not in values:
+            values[c] = excess(c)
+        return values[c]
+
+    guess = min(max(float(guess), 1e-12), upper if upper is not None else np.inf)
+    width = 0.01
+    while True:
+        low = guess * (1.0 - width) if width < 1.0 else 0.0
+        high = guess * (1.0 + width) if upper is None else min(guess * (1.0 + width), upper)
+        if (low == 0.0 or cached(low) < 0.0) and cached(high) >= 0.0:
+            break
+        if (upper is not None and high == upper and low == 0.0) or width > 1e12:
+            raise InputError("no point of this ray of the defender's parameters meets the utility budget.")
+        width *= 4.0
+    if values.get(high) == 0.0:
+        return high
+    return brentq(cached, low, high, xtol=1e-12)
+
+
 @dataclass(frozen=True, eq=False)
 class BudgetSurface:
     """Holds the shrinkage-plus-noise part of G on its utility budget during training.
@@ -127,17 +153,19 @@ class BudgetSurface:
         """Move G's (alpha, sigma) onto the budget (class docstring); nothing when already within 0.1%."""
         shrink = defender.shrink_weight.detach().double().cpu().numpy()
         scale = defender.noise_scale.detach().double().cpu().numpy()
-        if abs(self.loss(shrink, scale) - self.budget) <= 1e-3 * self.budget:
+        current = self.loss(shrink, scale)
+        if abs(current - self.budget) <= 1e-3 * self.budget:
             return
-        if self.loss(shrink, np.zeros_like(scale)) > self.budget or not np.any(scale > 0):
-            factor = brentq(lambda c: self.loss(c * shrink, np.zeros_like(scale)) - self.budget, 0.0, 1.0, xtol=1e-12) \
-                if self.loss(shrink, np.zeros_like(scale)) > self.budget else 1.0
-            shrink, scale = factor * shrink, np.zeros_like(scale)
-        else:
-            high = 2.0
-            while self.loss(shrink, high * scale) < self.budget:
-                high *= 2.0
-            factor = brentq(lambda c: self.loss(shrink, c * scale) - self.budget, 0.0, high, xtol=1e-12)
+        zero = np.zeros_like(scale)
+        floor = self.loss(shrink, zero)
+        if floor > self.budget or not np.any(scale > 0):
+            if floor > self.budget:  # the loss of c alpha grows from 0 at c = 0 to floor at c = 1
+                factor = _root_near(lambda c: self.loss(c * shrink, zero) - self.budget, self.budget / floor, 1.0)
+                shrink = factor * shrink
+            scale = zero
+        else:  # the loss of c sigma grows from floor at c = 0 through current at c = 1: start where a line says
+            factor = _root_near(lambda c: self.loss(shrink, c * scale) - self.budget,
+                                (self.budget - floor) / max(current - floor, 1e-300), None)
             scale = factor * scale
         defender.shrink_weight.copy_(torch.as_tensor(shrink, dtype=defender.shrink_weight.dtype))
         defender.noise_scale.copy_(torch.as_tensor(scale, dtype=defender.noise_scale.dtype))
