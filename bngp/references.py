@@ -17,8 +17,8 @@ also holds Gaussian noise confined to the candidates' row space, flat and eigen-
 shrinkage of the grid (:func:`bngp.defenses.budget.shaped_at_budget`), and the linear-decoder optimum with
 one shrinkage and one noise scale per direction (:func:`bngp.defenses.budget.row_space_optimal_at_budget`).
 The linear attack reads the releases of the references in the row-space coordinates (:func:`release_coordinates`):
-V^T (x - t) for noise that is isotropic or in the row space, V^T (x_E - t_E) on the attributes E that suppression
-releases: r <= K - 1 values instead of |Q|, nothing lost to a linear map (:mod:`bngp.data.geometry`), on as many
+V^T (x - t) for noise that is isotropic or in the row space and for time-sharing, V^T (x_E - t_E) on the
+attributes E that suppression releases: r <= K - 1 values instead of |Q|, nothing lost to a linear map (:mod:`bngp.data.geometry`), on as many
 shadow releases as the whole release's curve may draw; per-attribute noise (the linear-decoder optimum) is read
 whole.
 
@@ -40,8 +40,8 @@ from bngp.data.geometry import PopulationSpace, shaping_applies
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.defenses.base import Defense
-from bngp.defenses.budget import BudgetSetting, UtilityBudget, reference_at_budget, row_space_optimal_at_budget, \
-    shaped_at_budget
+from bngp.defenses.budget import BudgetSetting, TimeSharingDefense, UtilityBudget, reference_at_budget, \
+    row_space_optimal_at_budget, shaped_at_budget
 from bngp.defenses.shaped import WEIGHTINGS, ProjectedDefense, ShapedNoiseDefense
 from bngp.defenses.shrinkage import ShrinkNoiseDefense
 from bngp.errors import InputError, InsufficientMemoryError
@@ -170,7 +170,8 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
     r <= K - 1 values instead of |Q|.  A release with per-attribute shrinkage and no noise (suppression) is read
     through V^T (x_E - t_E) on the attributes E it releases: if two memberships gave the same coordinates, with
     x_E - t_E = D V y (D the positive retentions on E, 0 elsewhere) V^T D V y = 0, so ||D^(1/2) V y|| = 0 and
-    x_E is the same: nothing of x_E is lost.  Per-attribute noise is read whole: N M Sigma^-1 (x - t) is
+    x_E is the same: nothing of x_E is lost.  Time-sharing releases t or f(D), both on the affine hull: read in
+    the coordinates V^T (x - t) too.  Per-attribute noise is read whole: N M Sigma^-1 (x - t) is
     sufficient before clipping, but each attribute is clipped at its own bounds, which a whole-release map can
     read and the statistic cannot.  A mechanism shaped to any other space (another panel) is read whole: the coordinates of the
     candidates' space are those of the population, never of the mechanism.  Where the basis would not fit in
@@ -180,7 +181,9 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
     shaped = isinstance(defense, (ShapedNoiseDefense, ProjectedDefense))
     per_attribute = isinstance(defense, ShrinkNoiseDefense) and not shaped
     isotropic = per_attribute and np.ptp(defense.shrink) == 0 and np.ptp(defense.scale) == 0
-    weightings = (None,) if shaped or isotropic else _per_attribute_weightings(defense) if per_attribute else ()
+    sharing = isinstance(defense, TimeSharingDefense)  # t or f(D): both on the affine hull, never clipped
+    weightings = (None,) if shaped or isotropic or sharing else \
+        _per_attribute_weightings(defense) if per_attribute else ()
     if not weightings:
         return None
     if space is None:
