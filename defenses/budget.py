@@ -209,11 +209,14 @@ class BudgetSetting:
 
     def scaled_to(self, build, budget: UtilityBudget, high: float) -> ShrinkNoiseDefense:
         """``build(c)`` at the c > 0 whose expected loss is the budget (Brent's method, bracket grown from
-        ``high``); ``build(0)`` must be within the budget and the loss must grow with c."""
+        ``high``); ``build(0)`` must be within the budget and the loss must grow with c.  Where ``build(0)``
+        spends the budget already (one shrinkage a = U / L0 costs exactly U), ``build(0)``."""
 
         def excess(factor: float) -> float:
             return self.loss(build(factor)) - budget.value
 
+        if excess(0.0) >= 0:  # build(0) spends the budget already (within the callers' tolerance of 1e-9)
+            return build(0.0)
         while excess(high) < 0:
             high *= 2.0
             if high > 1e12:

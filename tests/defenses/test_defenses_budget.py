@@ -218,3 +218,12 @@ def test_prior_draws_are_the_uniform_subset_prior(wide_population, wide_setting)
     again = BudgetSetting.of(wide_population, N_MEMBERS)
     np.testing.assert_array_equal(again.memberships, wide_setting.memberships)  # fixed seed: one measurement
     assert isinstance(UniformSubsetPrior(wide_population.n_individuals, N_MEMBERS).marginals, np.ndarray)
+
+
+def test_a_shrinkage_that_spends_the_whole_budget_adds_no_noise(wide_setting) -> None:
+    """One shrinkage a costs exactly a L0 (|a (t - f(D))| = a |t - f(D)|, never clipped), so at a = U / L0 the shrinkage
+    alone is the budget, up to rounding on either side: the reference is built with no noise instead of refused or
+    failing its root finding."""
+    defense = reference_at_budget("shrinkage", wide_setting, wide_setting.resolve("0.5x"), shrink=0.5)
+    assert np.max(defense.scale) < 1e-9  # none, or what a rounding below the budget leaves
+    assert wide_setting.loss(defense) == pytest.approx(0.5 * wide_setting.data_independent_loss, rel=1e-9)
