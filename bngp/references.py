@@ -130,31 +130,31 @@ class ReferenceRanking:
 @dataclass(frozen=True, eq=False)
 class ReleaseReading:
     """What the converged linear attack reads of a release instead of its |Q| values: the candidates' row-space
-    coordinates V^T (w o (x - t)) for each attribute weighting w of ``weightings`` (None: w = 1), side by side
+    coordinates V^T (x - t), or V^T (w o (x - t)) for the attribute weights w of ``weights``
     (:func:`release_coordinates`)."""
 
     space: PopulationSpace
-    weightings: tuple[np.ndarray | None, ...] = (None,)
+    weights: np.ndarray | None = None
 
     @property
     def width(self) -> int:
-        return self.space.rank * len(self.weightings)
+        return self.space.rank
 
     def __call__(self, releases: np.ndarray) -> np.ndarray:
-        parts = [self.space.coordinates(releases) if weights is None else
-                 self.space.weighted_coordinates(releases, weights) for weights in self.weightings]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        if self.weights is None:
+            return self.space.coordinates(releases)
+        return self.space.weighted_coordinates(releases, self.weights)
 
 
-def _per_attribute_weightings(defense: ShrinkNoiseDefense) -> tuple[np.ndarray, ...]:
-    """The weighting of a release with per-attribute shrinkage a_j and no noise (suppression): 1 on the attributes
-    it releases (a_j < 1: x_j - t_j = (1 - a_j)(f(D)_j - t_j), never clipped), whose coordinates V^T (x_E - t_E)
-    lose nothing of x_E (:func:`release_coordinates`); none for a release with noise, whose clipping at each
-    attribute's own bounds the coordinates would not see (it is read whole)."""
-    if np.any(defense.scale > 0):
-        return ()
+def _released_attributes(defense: ShrinkNoiseDefense) -> np.ndarray | None:
+    """For a release with per-attribute shrinkage a_j and no noise (suppression): 1 on the attributes it releases
+    (a_j < 1: x_j - t_j = (1 - a_j)(f(D)_j - t_j), never clipped), whose coordinates V^T (x_E - t_E) lose nothing
+    of x_E (:func:`release_coordinates`); None for a release with noise, whose clipping at each attribute's own
+    bounds the coordinates would not see (it is read whole), or one that releases nothing."""
     kept = defense.shrink < 1
-    return (kept.astype(np.float64),) if kept.any() else ()
+    if np.any(defense.scale > 0) or not kept.any():
+        return None
+    return kept.astype(np.float64)
 
 
 def release_coordinates(defense: Defense, population: Population, n_members: int,
@@ -171,21 +171,22 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
     through V^T (x_E - t_E) on the attributes E it releases: if two memberships gave the same coordinates, with
     x_E - t_E = D V y (D the positive retentions on E, 0 elsewhere) V^T D V y = 0, so ||D^(1/2) V y|| = 0 and
     x_E is the same: nothing of x_E is lost.  Time-sharing releases t or f(D), both on the affine hull: read in
-    the coordinates V^T (x - t) too.  Per-attribute noise is read whole: N M Sigma^-1 (x - t) is
-    sufficient before clipping, but each attribute is clipped at its own bounds, which a whole-release map can
-    read and the statistic cannot.  A mechanism shaped to any other space (another panel) is read whole: the coordinates of the
-    candidates' space are those of the population, never of the mechanism.  Where the basis would not fit in
-    memory the release is read whole."""
+    the coordinates V^T (x - t) too.  Per-attribute noise is read whole: N M Sigma^-1 (x - t) is sufficient
+    before clipping, but each attribute is clipped at its own bounds, which a whole-release map can read and the
+    statistic cannot.  A mechanism shaped to any other space (another panel) is read whole: the coordinates of
+    the candidates' space are those of the population, never of the mechanism.  Where the basis would not fit
+    in memory the release is read whole."""
     if not shaping_applies(population) or defense.composition != 1:
         return None
     shaped = isinstance(defense, (ShapedNoiseDefense, ProjectedDefense))
     per_attribute = isinstance(defense, ShrinkNoiseDefense) and not shaped
     isotropic = per_attribute and np.ptp(defense.shrink) == 0 and np.ptp(defense.scale) == 0
     sharing = isinstance(defense, TimeSharingDefense)  # t or f(D): both on the affine hull, never clipped
-    weightings = (None,) if shaped or isotropic or sharing else \
-        _per_attribute_weightings(defense) if per_attribute else ()
-    if not weightings:
-        return None
+    weights = None
+    if not (shaped or isotropic or sharing):
+        weights = _released_attributes(defense) if per_attribute else None
+        if weights is None:
+            return None
     if space is None:
         try:
             space = PopulationSpace.of(population, n_members)
@@ -198,7 +199,7 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
         captured = float(np.sum((space.basis.T @ inner) ** 2))
         if captured < inner.shape[1] * (1.0 - 1e-9):
             return None
-    return ReleaseReading(space, weightings)
+    return ReleaseReading(space, weights)
 
 
 def _sampler(population: Population, n_members: int, defense: Defense, seed: int, reading: ReleaseReading | None):
