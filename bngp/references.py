@@ -18,9 +18,9 @@ shrinkage of the grid (:func:`bngp.defenses.budget.shaped_at_budget`), and the l
 one shrinkage and one noise scale per direction (:func:`bngp.defenses.budget.row_space_optimal_at_budget`).
 The linear attack reads the releases of the references in the row-space coordinates (:func:`release_coordinates`):
 V^T (x - t) for noise that is isotropic or in the row space and for time-sharing, V^T (x_E - t_E) on the
-attributes E that suppression releases: r <= K - 1 values instead of |Q|, nothing lost to a linear map (:mod:`bngp.data.geometry`), on as many
-shadow releases as the whole release's curve may draw; per-attribute noise (the linear-decoder optimum) is read
-whole.
+attributes E that suppression releases: r <= K - 1 values instead of |Q|, nothing lost to a linear map
+(:mod:`bngp.data.geometry`), on as many shadow releases as the whole release's curve may draw; per-attribute
+noise (the linear-decoder optimum) is read whole.
 
 Every reference is a :class:`~bngp.defenses.shrinkage.ShrinkNoiseDefense`, which the defender G holds
 exactly (:func:`bngp.game.start.start_defender`).

@@ -41,7 +41,8 @@ import torch
 
 from bngp.errors import InputError
 
-__all__ = ["LinearOptimum", "decoder_aucs", "optimise_direction_precisions", "optimise_precisions", "attribute_variances"]
+__all__ = ["LinearOptimum", "decoder_aucs", "optimise_direction_precisions", "optimise_precisions",
+           "attribute_variances"]
 
 #: the largest retention rho_j = 1 - a_j the solve reaches (1: the attribute released exactly).
 _MAX_RETENTION = 1.0 - 1e-7

@@ -290,8 +290,8 @@ def scale_for_projected_gaussian_loss(target: float, x_hat: np.ndarray, leverage
     has the realised clipped loss ``target`` on ``x_hat`` (B, |Q|), kappa-weighted (Brent's method).
 
     For a dataset of candidates the projected release is f(D) + V V^T n, n ~ N(0, sigma^2 I): attribute j's noise
-    is N(0, sigma^2 l_j) with l_j = ||V_j||^2 its leverage (``leverages``, :attr:`bngp.data.geometry.PopulationSpace.leverages`),
-    so its clipped loss is the closed form :func:`bngp.defenses.shrinkage.clipped_deviation_loss` at the scale
+    is N(0, sigma^2 l_j) with l_j = ||V_j||^2 its leverage (``leverages``,
+    :attr:`bngp.data.geometry.PopulationSpace.leverages`), so its clipped loss is the closed form :func:`bngp.defenses.shrinkage.clipped_deviation_loss` at the scale
     sigma sqrt(l_j) (a mean absolute deviation depends on each attribute's marginal law only).  The bracket starts
     at the unclipped solution sigma = target / (sqrt(2 / pi) sum_j w_j sqrt(l_j)), where the clipped loss is
     <= target."""
