@@ -256,6 +256,21 @@ def expected_clipped_loss(
     return _clipped_loss(kind, _check_scale(scale), distinct, mass, dim)
 
 
+def _scale_from_unclipped(excess, low: float, what: str, target: float) -> float:
+    """The root of ``excess`` (increasing) from the unclipped solution ``low``, where the clipped loss is <= the
+    target: the bracket's upper end doubled until it holds the root, then Brent's method."""
+    if excess(low) >= 0:
+        return low
+    high = 2.0 * low
+    for _ in range(200):
+        if excess(high) >= 0:
+            break
+        low, high = high, 2.0 * high
+    else:
+        raise InputError(f"no {what} reaches the clipped loss {target:g} on this `x_hat`.")
+    return float(brentq(excess, low, high, xtol=low * 1e-13, rtol=1e-13))
+
+
 def scale_for_clipped_loss(
     kind: str, target: float, x_hat: np.ndarray, kappa: float | np.ndarray | None = None
 ) -> float:
@@ -271,17 +286,7 @@ def scale_for_clipped_loss(
     def excess(scale: float) -> float:
         return _clipped_loss(kind, scale, distinct, mass, dim) - target
 
-    low = scale_for_expected_abs_noise(kind, target, dim)
-    if excess(low) >= 0:
-        return low
-    high = 2.0 * low
-    for _ in range(200):
-        if excess(high) >= 0:
-            break
-        low, high = high, 2.0 * high
-    else:
-        raise InputError(f"no {kind} scale reaches the clipped loss {target:g} on this `x_hat`.")
-    return float(brentq(excess, low, high, xtol=low * 1e-13, rtol=1e-13))
+    return _scale_from_unclipped(excess, scale_for_expected_abs_noise(kind, target, dim), f"{kind} scale", target)
 
 
 def scale_for_projected_gaussian_loss(target: float, x_hat: np.ndarray, leverages: np.ndarray,
@@ -291,8 +296,8 @@ def scale_for_projected_gaussian_loss(target: float, x_hat: np.ndarray, leverage
 
     For a dataset of candidates the projected release is f(D) + V V^T n, n ~ N(0, sigma^2 I): attribute j's noise
     is N(0, sigma^2 l_j) with l_j = ||V_j||^2 its leverage (``leverages``,
-    :attr:`bngp.data.geometry.PopulationSpace.leverages`), so its clipped loss is the closed form :func:`bngp.defenses.shrinkage.clipped_deviation_loss` at the scale
-    sigma sqrt(l_j) (a mean absolute deviation depends on each attribute's marginal law only).  The bracket starts
+    :attr:`bngp.data.geometry.PopulationSpace.leverages`), so its clipped loss is the closed form
+    :func:`bngp.defenses.shrinkage.clipped_deviation_loss` at the scale sigma sqrt(l_j) (a mean absolute deviation depends on each attribute's marginal law only).  The bracket starts
     at the unclipped solution sigma = target / (sqrt(2 / pi) sum_j w_j sqrt(l_j)), where the clipped loss is
     <= target."""
     target = _check_target(target, upper=0.5)
@@ -313,17 +318,7 @@ def scale_for_projected_gaussian_loss(target: float, x_hat: np.ndarray, leverage
     def excess(scale: float) -> float:
         return levels.mean(weight * clipped_deviation_loss("gaussian", 0.0, scale * root, levels.values)) - target
 
-    low = target / unclipped
-    if excess(low) >= 0:
-        return low
-    high = 2.0 * low
-    for _ in range(200):
-        if excess(high) >= 0:
-            break
-        low, high = high, 2.0 * high
-    else:
-        raise InputError(f"no projected Gaussian scale reaches the clipped loss {target:g} on this `x_hat`.")
-    return float(brentq(excess, low, high, xtol=low * 1e-13, rtol=1e-13))
+    return _scale_from_unclipped(excess, target / unclipped, "projected Gaussian scale", target)
 
 
 def _epsilon_for_scale(kind: str, scale: float, sensitivity: Sensitivity, delta: float | None) -> float:
