@@ -19,8 +19,9 @@ one shrinkage and one noise scale per direction (:func:`bngp.defenses.budget.row
 The linear attack reads the releases of the references in the row-space coordinates (:func:`release_coordinates`):
 V^T (x - t) for noise that is isotropic or in the row space and for time-sharing, V^T (x_E - t_E) on the
 attributes E that suppression releases: r <= K - 1 values instead of |Q|, nothing lost to a linear map
-(:mod:`bngp.data.geometry`), on as many shadow releases as the whole release's curve may draw; per-attribute
-noise (the linear-decoder optimum) is read whole.
+(:mod:`bngp.data.geometry`), on as many shadow releases as the whole release's curve may draw, and noise shaped to
+the row space is drawn in the coordinates themselves (:meth:`ReleaseReading.draw`); per-attribute noise (the
+linear-decoder optimum) is read whole.
 
 Every reference is a :class:`~bngp.defenses.shrinkage.ShrinkNoiseDefense`, which the defender G holds
 exactly (:func:`bngp.game.start.start_defender`).
@@ -31,7 +32,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cached_property, partial
 
 import numpy as np
 import torch
@@ -44,10 +45,12 @@ from bngp.defenses.budget import BudgetSetting, TimeSharingDefense, UtilityBudge
     row_space_optimal_at_budget, shaped_at_budget
 from bngp.defenses.shaped import WEIGHTINGS, ProjectedDefense, ShapedNoiseDefense
 from bngp.defenses.shrinkage import ShrinkNoiseDefense
+from bngp.defenses.trained import TrainedDefense
 from bngp.errors import InputError, InsufficientMemoryError
 from bngp.memory import require_memory
 from bngp.metrics import auc, tpr_at_fpr
-from bngp.release.sampling import release_mechanism, sample_releases
+from bngp.release.mechanism import Mechanism
+from bngp.release.sampling import release_mechanism, release_tensor
 from bngp.linear import converged_fit_bytes, default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 
@@ -65,6 +68,8 @@ SHAPED_OPTIMUM = "linear-optimal population"
 TEST_RELEASES = 500
 #: validation releases of the converged fits.
 _VALIDATION_RELEASES = 500
+#: releases formed at a time when a :class:`ReleaseReading` draws coordinates (bounds its float32 B x |Q| temporaries).
+_DRAW_BLOCK = 4096
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,62 @@ class ReleaseReading:
             return self.space.coordinates(releases)
         return self.space.weighted_coordinates(releases, self.weights)
 
+    @cached_property
+    def _basis(self) -> torch.Tensor:
+        """V as float32 (|Q|, r): the releases are float32, and so is the product that reads them."""
+        return torch.as_tensor(self.space.basis, dtype=torch.float32)
+
+    @cached_property
+    def _target(self) -> torch.Tensor:
+        return torch.as_tensor(self.space.target, dtype=torch.float32)
+
+    @torch.no_grad()
+    def draw(self, mechanism: Mechanism, defense: Defense, b: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The coordinates of releases of ``defense`` for memberships ``b`` (B, K), float64 (B, r): the law of
+        ``self(sample_releases(mechanism, defense, b, generator))``, formed by blocks of :data:`_DRAW_BLOCK`
+        releases in float32, the releases' own precision.
+
+        Noise shaped to this row space (:class:`~bngp.defenses.shaped.ShapedNoiseDefense` on the same basis, with
+        no weights, memberships of N each) is drawn in the coordinates themselves: x - t = V c before clipping,
+        c = diag(1 - a) V^T (f(D) - t) + w o g with V^T (f(D) - t) = S U^T (b - theta) / N (Zc = U S V^T,
+        :mod:`bngp.data.geometry`), so the coordinates of the clipped release are c + V^T (clip(t + V c, 0, 1) -
+        (t + V c)): one |Q|-wide product forms the release and a second reads what clipping moved, where the
+        whole release costs the statistic's K x |Q| product and two passes through the basis."""
+        if self._shaped_here(defense, b):
+            return self._draw_shaped(defense, b, generator)
+        blocks = []
+        weights = None if self.weights is None else torch.as_tensor(self.weights, dtype=torch.float32)
+        for start in range(0, b.shape[0], _DRAW_BLOCK):
+            centred = release_tensor(mechanism, defense, b[start:start + _DRAW_BLOCK], generator).sub_(self._target)
+            if weights is not None:
+                centred.mul_(weights)
+            blocks.append((centred @ self._basis).double())
+        return torch.cat(blocks) if blocks else torch.zeros((0, self.width), dtype=torch.float64)
+
+    def _shaped_here(self, defense: Defense, b: torch.Tensor) -> bool:
+        """Whether :meth:`draw` draws ``defense``'s releases in the coordinates (its docstring)."""
+        if not isinstance(defense, ShapedNoiseDefense) or self.weights is not None or defense.composition != 1:
+            return False
+        inner, outer = defense.space, self.space
+        same = inner is outer or (inner.basis.shape == outer.basis.shape and np.array_equal(inner.basis, outer.basis)
+                                  and np.array_equal(inner.target, outer.target))
+        return same and bool(torch.all(b.sum(dim=1) == outer.n_members))
+
+    def _draw_shaped(self, defense: ShapedNoiseDefense, b: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        space = self.space
+        unit = torch.randn((b.shape[0], space.rank), generator=generator, dtype=torch.float64)
+        left = torch.as_tensor(space.left * (space.singular_values / space.n_members))  # U S / N, (K, r)
+        theta = space.n_members / space.n_individuals
+        kept = torch.as_tensor(1.0 - defense.direction_shrink)
+        coordinates = ((b.double() - theta) @ left).mul_(kept).add_(unit.mul_(torch.as_tensor(defense.direction_scales)))
+        for start in range(0, coordinates.shape[0], _DRAW_BLOCK):
+            block = coordinates[start:start + _DRAW_BLOCK]
+            raw = (block.float() @ self._basis.T).add_(self._target)
+            moved = raw.clamp(0.0, 1.0).sub_(raw)  # what clipping moved: 0 on every attribute inside [0, 1]
+            if bool(moved.any()):
+                block += (moved @ self._basis).double()
+        return coordinates
+
 
 def _released_attributes(defense: ShrinkNoiseDefense) -> np.ndarray | None:
     """For a release with per-attribute shrinkage a_j and no noise (suppression): 1 on the attributes it releases
@@ -202,6 +263,19 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
     return ReleaseReading(space, weights)
 
 
+def _closed_form(defense: TrainedDefense, population: Population, n_members: int,
+                 space: PopulationSpace | None) -> Defense:
+    """A trained defender as the shrinkage-plus-noise mechanism it releases when its network output is zero
+    (:meth:`~bngp.defenses.trained.TrainedDefense.closed_form`, in ``space`` or the population's row space for
+    noise shaped to it), so that its releases are read in the coordinates as the references' are; else itself."""
+    if defense.artifact.defender.noise_basis is not None and space is None and shaping_applies(population):
+        try:
+            space = PopulationSpace.of(population, n_members)
+        except InsufficientMemoryError:
+            return defense
+    return defense.closed_form(space) or defense
+
+
 def _sampler(population: Population, n_members: int, defense: Defense, seed: int, reading: ReleaseReading | None):
     prior = UniformSubsetPrior(population.n_individuals, n_members)
     mechanism = release_mechanism(population.genotypes, defense.composition)
@@ -211,10 +285,9 @@ def _sampler(population: Population, n_members: int, defense: Defense, seed: int
         calls[0] += 1
         generator = torch_generator(spawn_seeds(seed, calls[0])[-1])
         b = prior.sample_torch(int(n), generator)
-        x = sample_releases(mechanism, defense, b, generator)
         if reading is not None:
-            x = reading(x)
-        return torch.as_tensor(x, dtype=torch.float64), b.double()
+            return reading.draw(mechanism, defense, b, generator), b.double()
+        return release_tensor(mechanism, defense, b, generator).cpu(), b.double()
 
     return sample, prior
 
@@ -264,10 +337,14 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
     """The stronger of the converged ridge and whitened maps on ``test_releases`` fresh releases of
     ``defense`` (module docstring), every draw derived from ``seed`` (an int, None or a Generator,
     :func:`bngp.rng.resolve_seed`), read in the row-space coordinates of :func:`release_coordinates` where they
-    apply (``space``: the population's geometry, already built) unless ``whole``.  Refused first, with
+    apply (``space``: the population's geometry, already built) unless ``whole``, and drawn there directly
+    (:meth:`ReleaseReading.draw`).  A trained defender whose network output is zero is attacked as the
+    shrinkage-plus-noise mechanism it releases (:meth:`~bngp.defenses.trained.TrainedDefense.closed_form`).  Refused first, with
     :class:`bngp.errors.InsufficientMemoryError`, where it would not fit in the available memory
     (:func:`check_linear_attack_memory`)."""
     check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
+    if isinstance(defense, TrainedDefense) and not whole:
+        defense = _closed_form(defense, population, n_members, space)
     coordinates = None if whole else release_coordinates(defense, population, n_members, space)
     sample, prior = _sampler(population, n_members, defense, resolve_seed(seed), coordinates)
     # in coordinates the curve may still draw as many shadow releases as the whole release's would

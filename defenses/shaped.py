@@ -117,6 +117,10 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         self.weighting = weighting
         self._shift = _shift
 
+    def _parameters(self) -> tuple[np.ndarray, ...]:
+        """What fixes the release's law: (a_i, w_i, t, V)."""
+        return self.direction_shrink, self.direction_scales, self.target, self.space.basis
+
     @property
     def uniform(self) -> bool:
         """Whether one shrinkage a holds for every direction."""

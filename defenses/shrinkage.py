@@ -219,6 +219,19 @@ class ShrinkNoiseDefense(Defense):
         xi = unit.mul_(scale).add_(shrink * (target - x_hat.detach().cpu().double()))
         return xi.to(device=x_hat.device)
 
+    def _parameters(self) -> tuple[np.ndarray, ...]:
+        """What fixes the release's law besides the noise law: (a, s, t)."""
+        return self.shrink, self.scale, self.target
+
+    def same_release(self, other: object) -> bool:
+        """Whether ``other`` releases the same law: the same class and noise law, and the same parameters up to
+        the float32 rounding of a defender that holds them (relative 1e-6, absolute 1e-9 of the largest)."""
+        if type(other) is not type(self) or other.law != self.law or other.composition != self.composition:
+            return False
+        return all(mine.shape == theirs.shape and np.allclose(mine, theirs, rtol=1e-6,
+                                                              atol=1e-9 * max(float(np.abs(mine).max(initial=0.0)), 1e-300))
+                   for mine, theirs in zip(self._parameters(), other._parameters()))
+
     @property
     def noise_law(self) -> NoiseLaw | None:
         """The i.i.d. law when there is no shrinkage and one scale (plain Laplace or Gaussian)."""

@@ -18,7 +18,7 @@ from .composition import ComposedMechanism, copy_blocks, copy_count, inverse_var
 from .mechanism import Mechanism, SummaryStatistics, allele_frequencies, perturb
 from .noise import sample_gaussian, sample_laplace, sample_linf, sample_noise
 from .noise_law import NOISE_KINDS, NoiseLaw
-from .sampling import NoiseSource, release_mechanism, sample_releases
+from .sampling import NoiseSource, release_mechanism, release_tensor, sample_releases
 from .shadow import RELEASE_CHUNK, publish_batch, simulate_releases
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "pool_copies",
     "publish_batch",
     "release_mechanism",
+    "release_tensor",
     "sample_gaussian",
     "sample_laplace",
     "sample_linf",

@@ -21,7 +21,7 @@ from bngp.validation import check_positive_int
 from .composition import ComposedMechanism, copy_count
 from .mechanism import Mechanism, SummaryStatistics
 
-__all__ = ["NoiseSource", "release_mechanism", "sample_releases"]
+__all__ = ["NoiseSource", "release_mechanism", "release_tensor", "sample_releases"]
 
 
 class NoiseSource(Protocol):
@@ -46,16 +46,16 @@ def release_mechanism(
 
 
 @torch.no_grad()
-def sample_releases(
+def release_tensor(
     mechanism: Mechanism,
     defense: NoiseSource,
     b: np.ndarray | torch.Tensor,
     generator: torch.Generator,
-) -> np.ndarray:
-    """Releases x = clip(f(D) + xi, 0, 1) for each row of ``b``, as a float64 (B, n_outputs) array.
+) -> torch.Tensor:
+    """Releases x = clip(f(D) + xi, 0, 1) for each row of ``b`` as the mechanism forms them: a (B, n_outputs)
+    tensor in the statistic's dtype (float32) on the mechanism's device.
 
-    ``b`` is put on the mechanism's device and the defense draws its noise from ``generator``
-    (a CPU Generator); the releases come back to the CPU whatever the device."""
+    The defense draws its noise from ``generator`` (a CPU Generator)."""
     parts = copy_count(mechanism)
     if defense.composition != parts:
         raise InputError(
@@ -67,4 +67,15 @@ def sample_releases(
     b_tensor = torch.as_tensor(np.asarray(b), dtype=torch.float32).to(mechanism.device)
     x_hat = mechanism.statistic(b_tensor)
     xi = defense.noise(b_tensor, x_hat, generator)
-    return mechanism.release(b_tensor, xi, x_hat).double().cpu().numpy()
+    return mechanism.release(b_tensor, xi, x_hat)
+
+
+def sample_releases(
+    mechanism: Mechanism,
+    defense: NoiseSource,
+    b: np.ndarray | torch.Tensor,
+    generator: torch.Generator,
+) -> np.ndarray:
+    """Releases x = clip(f(D) + xi, 0, 1) for each row of ``b``, as a float64 (B, n_outputs) array
+    (:func:`release_tensor`, brought to the CPU whatever the device)."""
+    return release_tensor(mechanism, defense, b, generator).double().cpu().numpy()

@@ -41,7 +41,7 @@ from bngp.evaluate import evaluate_defense
 from bngp.decision import VERDICTS, AttackReading, DecisionRow, verdict
 from bngp.game import FreshCheckSettings, Game, GameConfig, ObjectiveSettings, train_once
 from bngp.game.start import start_config
-from bngp.references import linear_attack_score, rank_references
+from bngp.references import LinearAttackScore, linear_attack_score, rank_references
 from bngp.io_utils import write_json, write_text
 from bngp.mechanism_audit import audit_mechanism
 from bngp.report import save_png
@@ -143,11 +143,19 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     lap("game")
     context = DefenseContext(population, members)
     trained = load_run_defense(run_dir, context)
-    score = linear_attack_score(trained, population, members, trained_seed)
+    # the delivered G as the mechanism it releases when its network output is zero: the best reference itself
+    # when the game kept its start, whose converged attack and evaluation the ranking has already made
+    closed = trained.closed_form(getattr(ranking.best, "space", None))
+    same = closed is not None and closed.same_release(ranking.best)
+    if same:
+        score = LinearAttackScore(best.auc, best.tpr_at_1pct, best.tpr_at_01pct, best.releases)
+    else:
+        score = linear_attack_score(trained, population, members, trained_seed)
     lap("linear attack of the defender")
-    evaluation = {"trained": _evaluation_record(population, prior, trained, members, budget.releases, evaluation_seed),
-                  "best_reference": _evaluation_record(population, prior, ranking.best, members, budget.releases,
-                                                       evaluation_seed)}
+    best_evaluation = _evaluation_record(population, prior, ranking.best, members, budget.releases, evaluation_seed)
+    evaluation = {"trained": {**best_evaluation, "same_release_as": "best_reference"} if same else
+                  _evaluation_record(population, prior, trained, members, budget.releases, evaluation_seed),
+                  "best_reference": best_evaluation}
     lap("evaluations (every attack)")
     references = ranking.to_dict()["references"]
     trained_record = {**score.to_dict(), "loss": summary.budget.kept_state_value, "met": summary.budget.met,

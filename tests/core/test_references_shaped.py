@@ -279,3 +279,61 @@ def test_a_row_space_too_large_for_memory_leaves_the_shaped_references_out_and_s
                               setting=BudgetSetting.of(population, MEMBERS))
     assert not any("population" in score.label for score in ranking.scores)
     assert "row space needs" in ranking.to_dict()["skipped"]
+
+
+@pytest.mark.parametrize("kind", ["shaped", "optimum", "laplace", "suppression"])
+def test_coordinates_drawn_directly_are_those_of_the_whole_release(kind, narrow, monkeypatch) -> None:
+    """ReleaseReading.draw gives V^T (x - t) of the very releases sample_releases draws from the same generator:
+    noise shaped to the row space is drawn in the coordinates (c + V^T (clip(t + V c) - (t + V c)), the same unit
+    draws), other releases are read by blocks in float32 (blocks of 7 rows here, so that several are formed): the
+    same values up to float32 rounding (1e-6), with clipping at work on a tenth of a percent or more of the values."""
+    import bngp.references as references
+    from bngp.release.sampling import release_mechanism, sample_releases
+
+    population, setting = narrow
+    budget = setting.resolve("0.5x")
+    defense = {"shaped": lambda: shaped_at_budget(setting, budget, 0.2, "eigen"),
+               "optimum": lambda: row_space_optimal_at_budget(setting, budget),
+               "laplace": lambda: reference_at_budget("laplace", setting, budget),
+               "suppression": lambda: reference_at_budget("suppression", setting, budget)}[kind]()
+    monkeypatch.setattr(references, "_DRAW_BLOCK", 7)
+    reading = release_coordinates(defense, population, MEMBERS, setting.space)
+    assert reading is not None
+    mechanism = release_mechanism(population.genotypes)
+    b = UniformSubsetPrior(population.n_individuals, MEMBERS).sample_torch(40 if kind != "shaped" else 400,
+                                                                           torch_generator(1))
+    whole = sample_releases(mechanism, defense, b, torch_generator(5))
+    drawn = reading.draw(mechanism, defense, b, torch_generator(5)).numpy()
+    if kind != "suppression":
+        assert np.mean((whole == 0) | (whole == 1)) > 1e-3
+    np.testing.assert_allclose(drawn, reading(whole), atol=1e-6)
+
+
+def test_a_trained_defender_at_its_start_is_read_as_its_start(narrow, wide_population, wide_setting) -> None:
+    """A defender whose network output is zero releases a shrinkage-plus-noise mechanism
+    (TrainedDefense.closed_form): at a shaped start and at a per-attribute one, the very reference it started from
+    (same_release); not once its output layer moves, nor in another row space; a parameter moved by 1e-3 is another
+    release."""
+    population, setting = narrow
+    budget = setting.resolve("0.875x")
+    reference = row_space_optimal_at_budget(setting, budget)
+    prior = UniformSubsetPrior(population.n_individuals, MEMBERS)
+    game = Game(population, prior, _config(budget=budget.value), start=reference)
+    delivered = game.players.delivered_defense()
+    closed = delivered.closed_form(setting.space)
+    assert isinstance(closed, ShapedNoiseDefense) and closed.same_release(reference)
+    assert delivered.closed_form(None) is None
+    other = PopulationSpace.of(simulate_independent(40, 40, 160, seed=22), MEMBERS)
+    assert delivered.closed_form(other) is None
+    moved = ShapedNoiseDefense(setting.space, reference.direction_shrink, reference.direction_scales * 1.001, MEMBERS)
+    assert not moved.same_release(reference) and not reference.same_release(moved)
+    with torch.no_grad():
+        game.defender.net[-1].bias[0] = 1e-3
+    assert delivered.closed_form(setting.space) is None
+
+    wide = reference_at_budget("linear-optimal", wide_setting, wide_setting.resolve("0.5x"), law="laplace")
+    wide_prior = UniformSubsetPrior(wide_population.n_individuals, 30)
+    wide_game = Game(wide_population, wide_prior, _config(budget=wide_setting.resolve("0.5x").value, noise_law="laplace"),
+                     start=wide)
+    closed = wide_game.players.delivered_defense().closed_form()
+    assert type(closed) is ShrinkNoiseDefense and closed.same_release(wide) and not closed.same_release(reference)
