@@ -32,6 +32,7 @@ from .inputs import (
 )
 from bngp.errors import InputError
 from bngp.metrics import auc
+from bngp.references import CoordinateSimulator
 from bngp.release.mechanism import Mechanism
 from bngp.release.noise_law import NoiseLaw
 from bngp.release.sampling import NoiseSource, release_mechanism, sample_releases
@@ -63,6 +64,9 @@ class AttackKnowledge:
         simulate: shadow-release simulator against the defense (learned attacks).
         composition: copies of f(D) in a release (App. L.6); an attack that does not read such a
             release natively runs on its tiled view (:func:`bngp.attacks.composed.for_composition`).
+        coordinates: the same simulator read in the candidates' row-space coordinates
+            (:class:`bngp.references.CoordinateSimulator`; its ``reading`` None where they would lose what a
+            linear map of the release can use): the linear attacks fit there and lift the map to the release.
     """
 
     reference_frequencies: np.ndarray | None = None
@@ -74,6 +78,7 @@ class AttackKnowledge:
     simulate: ReleaseSimulator | None = None
     composition: int = 1
     extras: dict = field(default_factory=dict)
+    coordinates: CoordinateSimulator | None = None
 
     def available(self) -> frozenset[str]:
         """Names of the fields that are set."""
@@ -117,6 +122,7 @@ def attack_knowledge(
         noise_law=getattr(defense, "noise_law", None),
         simulate=release_simulator(mechanism, prior, defense),
         composition=defense.composition,
+        coordinates=CoordinateSimulator(population, prior, defense, mechanism, n_members),
     )
 
 

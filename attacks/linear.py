@@ -31,6 +31,7 @@ releases and share one decomposition (:func:`bngp.linear.fit_ridge_and_whitened`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
@@ -54,6 +55,7 @@ from bngp.linear import (
     fit_whitened,
     max_shadow_releases,
 )
+from bngp.references import coordinate_curve_start
 from bngp.release.sampling import release_mechanism
 from bngp.rng import spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
@@ -128,6 +130,8 @@ class LinearAttack(TorchAttack):
         self.whole_release_: dict | None = None
         self.release_width_: int | None = None
         self.fit_: LinearFit | None = None
+        #: what the fit read of the releases: None for the release itself, or its row-space coordinates.
+        self.reading_: str | None = None
         self.learning_curve_: LearningCurve | None = None
         self._partner: LinearAttack | None = None
         self._given: tuple[LinearFit, LearningCurve] | None = None
@@ -154,22 +158,31 @@ class LinearAttack(TorchAttack):
         self.n_attributes_ = population.shape[1]
         self.population_index_ = PopulationIndex(population)
         train_seed, calibration_seed = spawn_seeds(seed, 2)
-        sample = shadow_sampler(knowledge, train_seed)
+        reading = knowledge.coordinates.reading if knowledge.coordinates is not None else None
+        sample = shadow_sampler(knowledge, train_seed) if reading is None else _coordinate_sampler(knowledge, train_seed)
+        self.reading_ = None if reading is None else f"row-space coordinates ({reading.width} values)"
         self.release_width_ = population.shape[1] * knowledge.composition
         self.pooling_ = self.whole_release_ = None
         fit_function = partial(self._fit_function, prior_mean=knowledge.membership_prior)
         given, partner, self._given, self._partner = self._given, self._partner, None, None
+
+        def lift(fit: LinearFit) -> LinearFit:  # a map of the coordinates as the same map of the release
+            return fit if reading is None else reading.lift(fit)
+
         if given is not None and knowledge.composition == 1:
             self.fit_, self.learning_curve_ = given
         elif partner is not None and knowledge.composition == 1:
-            (self.fit_, self.learning_curve_), whitened = fit_converged_jointly(
+            (fit, self.learning_curve_), (whitened, curve) = fit_converged_jointly(
                 partial(fit_ridge_and_whitened, prior_mean=knowledge.membership_prior), sample,
                 validation=sample(self.validation_releases), tolerance=self.tolerance, helper=current_helper(),
-                **self._curve_sizes(population.shape[0], self.release_width_))
-            partner._use_fit(*whitened)
+                **self._curve_sizes(population.shape[0], self.release_width_, coordinates=reading is not None))
+            self.fit_ = lift(fit)
+            partner._use_fit(lift(whitened), curve)
         elif not (self.pool_copies and knowledge.composition > 1):
-            self.fit_, self.learning_curve_ = self._fit_curve(fit_function, sample, sample(self.validation_releases),
-                                                              population.shape[0], self.release_width_)
+            fit, self.learning_curve_ = self._fit_curve(fit_function, sample, sample(self.validation_releases),
+                                                        population.shape[0], self.release_width_,
+                                                        coordinates=reading is not None)
+            self.fit_ = lift(fit)
         else:
             releases, memberships = sample(POOLING_RELEASES)
             statistic = release_mechanism(population).statistic(memberships.to(torch.float32))
@@ -201,22 +214,26 @@ class LinearAttack(TorchAttack):
         )
 
     def _fit_curve(self, fit_function, sample, validation, n_individuals: int, width: int,
-                   maximum: int | None = None) -> tuple[LinearFit, LearningCurve]:
+                   maximum: int | None = None, coordinates: bool = False) -> tuple[LinearFit, LearningCurve]:
         """The fit on ``n_shadow_releases`` releases of ``sample``, or fitted to convergence from
         :func:`default_shadow_releases` of a ``width``-wide release up to ``maximum`` (default
-        ``max_shadow_releases`` or the float budget), with its learning curve."""
+        ``max_shadow_releases`` or the float budget), with its learning curve (:meth:`_curve_sizes`)."""
         if self.n_shadow_releases is not None:
             x, b = sample(self.n_shadow_releases)
             fit = fit_function(x, b, validation)
             return fit, LearningCurve((fit.releases,), (fit.score,), False, self.tolerance)
         return fit_converged(fit_function, sample, validation=validation, tolerance=self.tolerance,
-                             helper=current_helper(), **self._curve_sizes(n_individuals, width, maximum))
+                             helper=current_helper(), **self._curve_sizes(n_individuals, width, maximum, coordinates))
 
-    def _curve_sizes(self, n_individuals: int, width: int, maximum: int | None = None) -> dict[str, int]:
+    def _curve_sizes(self, n_individuals: int, width: int, maximum: int | None = None,
+                     coordinates: bool = False) -> dict[str, int]:
         """The learning curve's first and largest shadow sets: :func:`default_shadow_releases` of a
-        ``width``-wide release, up to ``maximum`` (default ``max_shadow_releases`` or the float budget)."""
+        ``width``-wide release, up to ``maximum`` (default ``max_shadow_releases`` or the float budget);
+        read in the row-space ``coordinates``, the last doubling alone
+        (:func:`bngp.references.coordinate_curve_start`)."""
         maximum = maximum or self.max_shadow_releases or max_shadow_releases(n_individuals, width)
-        return {"start": min(default_shadow_releases(n_individuals, width), maximum), "maximum": maximum}
+        start = min(default_shadow_releases(n_individuals, width), maximum)
+        return {"start": coordinate_curve_start(start, maximum) if coordinates else start, "maximum": maximum}
 
     def _release_width(self, n_attributes: int) -> int:
         return self.release_width_
@@ -241,7 +258,22 @@ class LinearAttack(TorchAttack):
             record["pooling"] = self.pooling_.to_dict()
         if self.whole_release_ is not None:
             record["whole_release"] = self.whole_release_
+        if self.reading_ is not None:
+            record["reading"] = self.reading_
         return record
+
+
+def _coordinate_sampler(knowledge: AttackKnowledge, seed: int) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
+    """sample(n) -> (coordinates (n, r), memberships (n, K)) float64 tensors, the i-th call drawn from the i-th seed
+    spawned from ``seed`` as :func:`bngp.attacks.shadow.shadow_sampler` draws its releases
+    (:class:`bngp.references.CoordinateSimulator`)."""
+    calls = [0]
+
+    def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        calls[0] += 1
+        return knowledge.coordinates.sample(int(n), spawn_seeds(seed, calls[0])[-1])
+
+    return sample
 
 
 @register_attack("whitened")

@@ -39,7 +39,7 @@ import torch
 
 from bngp.data.geometry import PopulationSpace, shaping_applies
 from bngp.data.population import Population
-from bngp.data.priors import UniformSubsetPrior
+from bngp.data.priors import MembershipPrior, UniformSubsetPrior
 from bngp.defenses.base import Defense
 from bngp.defenses.budget import BudgetSetting, TimeSharingDefense, UtilityBudget, reference_at_budget, \
     row_space_optimal_at_budget, shaped_at_budget
@@ -51,12 +51,12 @@ from bngp.memory import require_memory
 from bngp.metrics import auc, tpr_at_fpr
 from bngp.release.mechanism import Mechanism
 from bngp.release.sampling import release_mechanism, release_tensor
-from bngp.linear import converged_fit_bytes, default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
+from bngp.linear import LinearFit, converged_fit_bytes, default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 
-__all__ = ["SHAPED_GAUSSIAN", "SHAPED_OPTIMUM", "SHRINK_GRID", "TEST_RELEASES", "LinearAttackScore", "ReferenceScore",
-           "ReferenceRanking", "ReleaseReading", "check_linear_attack_memory", "linear_attack_score", "rank_references",
-           "release_coordinates", "within_release"]
+__all__ = ["SHAPED_GAUSSIAN", "SHAPED_OPTIMUM", "SHRINK_GRID", "TEST_RELEASES", "CoordinateSimulator", "LinearAttackScore",
+           "ReferenceScore", "ReferenceRanking", "ReleaseReading", "check_linear_attack_memory", "coordinate_curve_start",
+           "linear_attack_score", "rank_references", "release_coordinates", "within_release"]
 
 #: the uniform shrinkages tried for the ``shrinkage`` reference.
 SHRINK_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -170,7 +170,8 @@ class ReleaseReading:
         c = diag(1 - a) V^T (f(D) - t) + w o g with V^T (f(D) - t) = S U^T (b - theta) / N (Zc = U S V^T,
         :mod:`bngp.data.geometry`), so the coordinates of the clipped release are c + V^T (clip(t + V c, 0, 1) -
         (t + V c)): one |Q|-wide product forms the release and a second reads what clipping moved, where the
-        whole release costs the statistic's K x |Q| product and two passes through the basis."""
+        whole release costs the statistic's K x |Q| product and two passes through the basis (the second pass reads
+        only the attributes clipped in some release of a block: a tenth of them or fewer on genomes)."""
         if self._shaped_here(defense, b):
             return self._draw_shaped(defense, b, generator)
         blocks = []
@@ -181,6 +182,17 @@ class ReleaseReading:
                 centred.mul_(weights)
             blocks.append((centred @ self._basis).double())
         return torch.cat(blocks) if blocks else torch.zeros((0, self.width), dtype=torch.float64)
+
+    def lift(self, fit: LinearFit) -> LinearFit:
+        """A linear fit of the coordinates c(x) = V^T (w o (x - t)) (w = 1 without weights) as the same map of the whole
+        release: b_mean + (c(x) - c_mean) W_c = (b_mean - c_mean W_c) + (x - t) diag(w) V W_c, a
+        :class:`~bngp.linear.LinearFit` of |Q| inputs with the fit's penalty, path and learning record."""
+        basis = torch.as_tensor(self.space.basis, dtype=torch.float64, device=fit.weights.device)
+        weights = basis @ fit.weights
+        if self.weights is not None:
+            weights *= torch.as_tensor(self.weights, dtype=torch.float64, device=weights.device)[:, None]
+        return replace(fit, release_mean=torch.as_tensor(self.space.target, dtype=torch.float64, device=weights.device),
+                       membership_mean=fit.membership_mean - fit.release_mean @ fit.weights, weights=weights)
 
     def _shaped_here(self, defense: Defense, b: torch.Tensor) -> bool:
         """Whether :meth:`draw` draws ``defense``'s releases in the coordinates (its docstring)."""
@@ -202,9 +214,17 @@ class ReleaseReading:
             block = coordinates[start:start + _DRAW_BLOCK]
             raw = (block.float() @ self._basis.T).add_(self._target)
             moved = raw.clamp(0.0, 1.0).sub_(raw)  # what clipping moved: 0 on every attribute inside [0, 1]
-            if bool(moved.any()):
-                block += (moved @ self._basis).double()
+            clipped = torch.nonzero(moved.any(dim=0)).reshape(-1)  # the attributes clipped in some release of the block
+            if clipped.numel():
+                block += (moved[:, clipped] @ self._basis[clipped]).double()
         return coordinates
+
+
+def coordinate_curve_start(start: int, maximum: int) -> int:
+    """The first size of a converged linear fit's learning curve when it reads the row-space coordinates: r <= K - 1
+    inputs, so a fit costs its K x K penalty paths whatever the shadow releases (which are drawn once for every
+    size): the curve is the last doubling alone, from maximum / 2 (never below ``start``) to ``maximum``."""
+    return min(max(int(start), (int(maximum) + 1) // 2), int(maximum))
 
 
 def _released_attributes(defense: ShrinkNoiseDefense) -> np.ndarray | None:
@@ -261,6 +281,34 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
         if captured < inner.shape[1] * (1.0 - 1e-9):
             return None
     return ReleaseReading(space, weights)
+
+
+@dataclass(eq=False)
+class CoordinateSimulator:
+    """Shadow releases of ``defense`` as a linear attack reads them where the row-space coordinates lose nothing
+    (:func:`release_coordinates`, built on first use; ``reading`` None: the whole release): what an attacker who
+    knows the candidates and can simulate the mechanism draws (arXiv:2410.07414 section 2).  :meth:`sample` draws
+    as :func:`bngp.attacks.base.release_simulator` does from the same seed, read by :meth:`ReleaseReading.draw`."""
+
+    population: Population
+    prior: MembershipPrior
+    defense: Defense
+    mechanism: Mechanism
+    n_members: int | None
+
+    @cached_property
+    def reading(self) -> ReleaseReading | None:
+        if self.n_members is None or self.defense.composition != 1:
+            return None
+        defense = self.defense
+        if isinstance(defense, TrainedDefense):
+            defense = _closed_form(defense, self.population, self.n_members, None)
+        return release_coordinates(defense, self.population, self.n_members)
+
+    def sample(self, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(coordinates (n, r), memberships (n, K)) float64 tensors of n fresh releases drawn from ``seed``."""
+        b = torch.as_tensor(self.prior.sample(int(n), np.random.default_rng(seed)), dtype=torch.float32)
+        return self.reading.draw(self.mechanism, self.defense, b, torch_generator(seed)), b.double()
 
 
 def _closed_form(defense: TrainedDefense, population: Population, n_members: int,
@@ -349,10 +397,12 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
     sample, prior = _sampler(population, n_members, defense, resolve_seed(seed), coordinates)
     # in coordinates the curve may still draw as many shadow releases as the whole release's would
     k, width = population.n_individuals, population.n_attributes * defense.composition
+    start, maximum = default_shadow_releases(k, width), max_shadow_releases(k, width)
+    if coordinates is not None:
+        start = coordinate_curve_start(start, maximum)
     validation = sample(_VALIDATION_RELEASES)
     fits = fit_converged_jointly(partial(fit_ridge_and_whitened, prior_mean=prior.marginals), sample,
-                                 start=default_shadow_releases(k, width), maximum=max_shadow_releases(k, width),
-                                 validation=validation)
+                                 start=start, maximum=maximum, validation=validation)
     test_x, test_b = sample(test_releases)
     labels = test_b.numpy()
     best = None
