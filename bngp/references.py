@@ -184,15 +184,9 @@ class ReleaseReading:
         return torch.cat(blocks) if blocks else torch.zeros((0, self.width), dtype=torch.float64)
 
     def lift(self, fit: LinearFit) -> LinearFit:
-        """A linear fit of the coordinates c(x) = V^T (w o (x - t)) (w = 1 without weights) as the same map of the whole
-        release: b_mean + (c(x) - c_mean) W_c = (b_mean - c_mean W_c) + (x - t) diag(w) V W_c, a
-        :class:`~bngp.linear.LinearFit` of |Q| inputs with the fit's penalty, path and learning record."""
-        basis = torch.as_tensor(self.space.basis, dtype=torch.float64, device=fit.weights.device)
-        weights = basis @ fit.weights
-        if self.weights is not None:
-            weights *= torch.as_tensor(self.weights, dtype=torch.float64, device=weights.device)[:, None]
-        return replace(fit, release_mean=torch.as_tensor(self.space.target, dtype=torch.float64, device=weights.device),
-                       membership_mean=fit.membership_mean - fit.release_mean @ fit.weights, weights=weights)
+        """A linear fit of these coordinates as the same map of the whole release
+        (:meth:`~bngp.linear.LinearFit.of_coordinates`)."""
+        return fit.of_coordinates(self.space.basis, self.space.target, self.weights)
 
     def _shaped_here(self, defense: Defense, b: torch.Tensor) -> bool:
         """Whether :meth:`draw` draws ``defense``'s releases in the coordinates (its docstring)."""

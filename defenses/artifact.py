@@ -101,6 +101,7 @@ def load_defender(path: str | Path) -> DefenderArtifact:
             full_rank_noise=bool(spec_data.get("full_rank_noise", False)),
             noise_law=str(spec_data.get("noise_law", "gaussian")),
             row_space_rank=int(spec_data.get("row_space_rank", 0)),
+            row_space_output=bool(spec_data.get("row_space_output", False)),
         )
     except (KeyError, TypeError, ValueError, InputError):
         raise DataFormatError(f"{path}: the defender's architecture record is malformed.") from None

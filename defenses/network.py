@@ -21,7 +21,10 @@ has full rank whatever q.
 Optionally (``row_space_rank`` = r > 0) that noise, and the shrinkage, live in the candidates' row space
 instead (:mod:`bngp.data.geometry`): xi += V diag(1 - alpha) V^T (f(D) - t) - (f(D) - t) + V (sigma o e),
 e ~ N(0, I_r), V a fixed |Q| x r orthonormal basis (:meth:`Defender.set_noise_basis`), alpha and sigma one
-learned value per direction: the family of :class:`bngp.defenses.shaped.ShapedNoiseDefense`.
+learned value per direction: the family of :class:`bngp.defenses.shaped.ShapedNoiseDefense`; with
+``row_space_output`` the network's output is projected there too, so that the whole release before clipping
+lies on the candidates' affine hull t + row(Zc), and the row-space coordinates V^T (x - t) lose nothing a linear
+attack could read of it but the clipping.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class DefenderSpec:
     full_rank_noise: bool = False
     noise_law: str = "gaussian"
     row_space_rank: int = 0
+    row_space_output: bool = False
 
     def __post_init__(self) -> None:
         if self.noise_law not in NOISE_LAWS:
@@ -83,6 +87,8 @@ class DefenderSpec:
                 raise InputError("noise in the row space needs full-rank Gaussian noise.")
             if not 1 <= self.row_space_rank <= self.n_outputs:
                 raise InputError(f"`row_space_rank` must be in 1..{self.n_outputs}, got {self.row_space_rank}.")
+        elif self.row_space_output:
+            raise InputError("a network output confined to the row space needs noise in it (`row_space_rank` >= 1).")
 
     @property
     def noise_width(self) -> int:
@@ -108,6 +114,8 @@ class DefenderSpec:
             del data["noise_law"]
         if not self.row_space_rank:
             del data["row_space_rank"]
+        if not self.row_space_output:
+            del data["row_space_output"]
         return data
 
 
@@ -195,12 +203,17 @@ class Defender(nn.Module):
 
     def _output(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         """sigmoid(net([b, u]) (+ S b)) - 0.5, G's network output (in place on its temporary without
-        autograd).  Always formed whole: the vectorised sigmoid is not the scalar one (last bit) on
-        a tensor's last elements, so by row chunks it would not give the same bits."""
+        autograd), with ``spec.row_space_output`` projected onto the noise's row space, V V^T (sigmoid(...) - 0.5):
+        then G releases only in the candidates' row space, up to clipping (a zero output layer still gives 0
+        exactly).  Always formed whole: the vectorised sigmoid is not the scalar one (last bit) on a tensor's last
+        elements, so by row chunks it would not give the same bits."""
         z = self.net(torch.cat([b, r[:, : self.spec.noise_dim]], dim=1))
         if self.skip is not None:
             z = z + self.skip(b)
-        return z.sigmoid_().sub_(0.5) if not torch.is_grad_enabled() else torch.sigmoid(z) - 0.5
+        output = z.sigmoid_().sub_(0.5) if not torch.is_grad_enabled() else torch.sigmoid(z) - 0.5
+        if self.spec.row_space_output:
+            output = (output @ self.noise_basis) @ self.noise_basis.T
+        return output
 
     def _noise_from(self, xi: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor | None) -> torch.Tensor:
         """xi from G's network output (:meth:`_output`) by exact elementwise arithmetic (the same bits

@@ -156,8 +156,8 @@ class Players:
         config, population = self.config.defender, self.population
         with seeded_torch(self.seeds["defender-network"]):
             spec = config.spec(population.n_individuals, population.n_attributes)
-            if start is not None and defender_row_space_rank(start):
-                spec = replace(spec, row_space_rank=defender_row_space_rank(start))
+            if start is not None and defender_row_space_rank(start):  # G releases only in the row space
+                spec = replace(spec, row_space_rank=defender_row_space_rank(start), row_space_output=True)
             self.defender = Defender(spec)
         if config.zero_output:
             with torch.no_grad():

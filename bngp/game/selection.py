@@ -2,8 +2,10 @@
 
 Every ``AttackerSettings.refit_every`` defender steps the in-game attacker's linear part is refitted in
 closed form on releases of the current defender (eval mode): for the K-output H (App. L.8) its head is the
-ridge map from releases to memberships (:func:`bngp.linear.fit_ridge`), recalibrated, or the population
-inversion when that validates better; for H(x, d_k) its per-SNV weights and their logistic calibration
+ridge map from releases to memberships (:func:`bngp.linear.fit_ridge`; for a defender that releases only in
+the candidates' row space, ``DefenderSpec.row_space_output``, the map of the row-space coordinates lifted to
+the release, :meth:`bngp.linear.LinearFit.of_coordinates`), recalibrated, or the population inversion when
+that validates better; for H(x, d_k) its per-SNV weights and their logistic calibration
 (:mod:`bngp.attacks.per_individual_network`).  Each refit then scores the current defender against the
 refitted attacker by the defender's own objective (:func:`bngp.game.objectives.selection_score`, section
 3.3) on ``REFIT_VALIDATION_DRAWS`` held-out draws; the best state is delivered
@@ -107,7 +109,20 @@ class Refits:
     ) -> None:
         """The K-output attacker's head on its input x: the ridge map, recalibrated, or the population inversion."""
         players = self.players
-        players.attacker.initialise_from_ridge(fit_ridge(x, b, (validation_x, validation_b), prior_mean=players.theta), players.theta)
+        defender = players.defender
+        if defender.spec.row_space_output and players.pool_weights is None:
+            # G releases on the candidates' affine hull (up to clipping): the ridge map of the row-space
+            # coordinates V^T (x - t), r <= K - 1 inputs instead of |Q|, lifted to a map of x
+            basis, target = defender.noise_basis.double(), defender.shrink_target.double()
+
+            def coordinates(releases: torch.Tensor) -> torch.Tensor:
+                return (releases.double() - target) @ basis
+
+            fit = fit_ridge(coordinates(x), b, (coordinates(validation_x), validation_b),
+                            prior_mean=players.theta).of_coordinates(basis, target)
+        else:
+            fit = fit_ridge(x, b, (validation_x, validation_b), prior_mean=players.theta)
+        players.attacker.initialise_from_ridge(fit, players.theta)
         players.attacker.calibrate_head(validation_x, validation_b)
         prefer_population_inversion(
             players.attacker, players.population.genotypes, players.n_members, players.theta, x, b, validation_x, validation_b

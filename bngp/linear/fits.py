@@ -35,7 +35,7 @@ with ``device="cuda"``, :mod:`bngp.device`); AUCs are computed from CPU copies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -82,6 +82,18 @@ class LinearFit:
     def predict(self, releases: torch.Tensor) -> torch.Tensor:
         """b_hat for each release, shape (R, K), differentiable in the releases."""
         return self.membership_mean + (releases.to(torch.float64) - self.release_mean) @ self.weights
+
+    def of_coordinates(self, basis: torch.Tensor | np.ndarray, target: torch.Tensor | np.ndarray,
+                       attribute_weights: torch.Tensor | np.ndarray | None = None) -> "LinearFit":
+        """This fit of the coordinates c(x) = V^T (w o (x - t)) (``basis`` V (|Q|, r), ``target`` t, attribute weights
+        w, 1 when None) as the same map of the release x: b_mean + (c(x) - c_mean) W_c =
+        (b_mean - c_mean W_c) + (x - t) diag(w) V W_c, with this fit's penalty, path and record."""
+        device = self.weights.device
+        weights = torch.as_tensor(basis, dtype=torch.float64, device=device) @ self.weights
+        if attribute_weights is not None:
+            weights *= torch.as_tensor(attribute_weights, dtype=torch.float64, device=device).reshape(-1, 1)
+        return replace(self, release_mean=torch.as_tensor(target, dtype=torch.float64, device=device).reshape(-1),
+                       membership_mean=self.membership_mean - self.release_mean @ self.weights, weights=weights)
 
     def describe(self) -> dict:
         """The regularisation record reports show."""

@@ -337,3 +337,41 @@ def test_a_trained_defender_at_its_start_is_read_as_its_start(narrow, wide_popul
                      start=wide)
     closed = wide_game.players.delivered_defense().closed_form()
     assert type(closed) is ShrinkNoiseDefense and closed.same_release(wide) and not closed.same_release(reference)
+
+
+def test_a_shaped_defender_releases_only_in_the_row_space_and_is_refitted_there(narrow, monkeypatch, tmp_path) -> None:
+    """Started at a shaped reference, G's network output is projected onto the row space
+    (DefenderSpec.row_space_output): with a moved output layer its release before clipping, f(D) + xi, still lies
+    on t + span(V) (float32: 1e-6), the spec survives the artifact, and the in-game refit fits the ridge map of the
+    r row-space coordinates, lifted to a map of the release (its weights in span(V))."""
+    import bngp.game.selection as selection
+    from bngp.defenses.artifact import load_defender, save_defender
+
+    population, setting = narrow
+    budget = setting.resolve("0.875x")
+    reference = shaped_at_budget(setting, budget, 0.3)
+    prior = UniformSubsetPrior(population.n_individuals, MEMBERS)
+    game = Game(population, prior, _config(budget=budget.value), start=reference)
+    defender = game.defender.eval()
+    assert defender.spec.row_space_output
+    with torch.no_grad():
+        defender.net[-1].weight.normal_(0.0, 0.05)
+        defender.net[-1].bias.normal_(0.0, 0.05)
+    generator = torch_generator(7)
+    b = prior.sample_torch(16, generator)
+    r = defender.sample_r(16, generator)
+    x_hat = game.mechanism.statistic(b)
+    with torch.no_grad():
+        raw = (x_hat.double() + defender(b, r, x_hat).double()).numpy() - reference.target
+    basis = setting.space.basis
+    assert np.abs(raw).max() > 1e-3
+    np.testing.assert_allclose(raw - (raw @ basis) @ basis.T, 0.0, atol=1e-6)
+    artifact = game.players.delivered_defense().artifact
+    path = save_defender(tmp_path / "defender.pt", defender, artifact.fingerprint, artifact.prior, artifact.kappa,
+                         artifact.config)
+    assert load_defender(path).defender.spec.row_space_output
+    widths = []
+    original = selection.fit_ridge
+    monkeypatch.setattr(selection, "fit_ridge", lambda x, *args, **kwargs: widths.append(x.shape[1]) or original(x, *args, **kwargs))
+    game.refits.refit_attacker(score_defender=False)
+    assert widths == [setting.space.rank]
