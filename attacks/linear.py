@@ -159,7 +159,8 @@ class LinearAttack(TorchAttack):
         self.population_index_ = PopulationIndex(population)
         train_seed, calibration_seed = spawn_seeds(seed, 2)
         reading = knowledge.coordinates.reading if knowledge.coordinates is not None else None
-        sample = shadow_sampler(knowledge, train_seed) if reading is None else _coordinate_sampler(knowledge, train_seed)
+        sample = (shadow_sampler(knowledge, train_seed) if reading is None
+                  else _coordinate_sampler(knowledge, train_seed))
         self.reading_ = None if reading is None else f"row-space coordinates ({reading.width} values)"
         self.release_width_ = population.shape[1] * knowledge.composition
         self.pooling_ = self.whole_release_ = None

@@ -203,7 +203,8 @@ class ReleaseReading:
         left = torch.as_tensor(space.left * (space.singular_values / space.n_members))  # U S / N, (K, r)
         theta = space.n_members / space.n_individuals
         kept = torch.as_tensor(1.0 - defense.direction_shrink)
-        coordinates = ((b.double() - theta) @ left).mul_(kept).add_(unit.mul_(torch.as_tensor(defense.direction_scales)))
+        scales = torch.as_tensor(defense.direction_scales)
+        coordinates = ((b.double() - theta) @ left).mul_(kept).add_(unit.mul_(scales))
         for start in range(0, coordinates.shape[0], _DRAW_BLOCK):
             block = coordinates[start:start + _DRAW_BLOCK]
             raw = (block.float() @ self._basis.T).add_(self._target)

@@ -64,6 +64,11 @@ def defender_widths(n_individuals: int, noise_dim: int, n_outputs: int) -> tuple
     )
 
 
+#: rows per chunk of a release drawn without autograd by a defender with noise in the row space
+#: (:func:`composed_release`): each chunk is two products with the |Q| x r basis, which want many rows.
+ROW_SPACE_CHUNK_ROWS = 1024
+
+
 @dataclass(frozen=True)
 class DefenderSpec:
     """Architecture of G: sizes and widths (None = scaled from the paper)."""
@@ -219,6 +224,8 @@ class Defender(nn.Module):
         """xi from G's network output (:meth:`_output`) by exact elementwise arithmetic (the same bits
         row by row or whole): see :meth:`forward`.  Without autograd it works in place on ``xi``."""
         drawing = not torch.is_grad_enabled()
+        if self.noise_basis is not None and self.noise_scale is not None and self.shrink_weight is not None:
+            return self._row_space_noise_from(xi, r, x_hat, drawing)
         if self.noise_scale is not None:
             noise = self.noise_scale * r[:, self.spec.noise_dim :]
             if self.noise_basis is not None:
@@ -229,17 +236,26 @@ class Defender(nn.Module):
             return xi
         if x_hat is None or x_hat.shape != xi.shape:
             raise InputError(f"a shrinking defender needs x_hat = f(D) of shape {tuple(xi.shape)}.")
-        if self.noise_basis is not None:  # in the row space: only the signal's coordinates, each shrunk by alpha_i
-            basis = self.noise_basis.double()
-            centred = x_hat.double() - self.shrink_target.double()
-            shift = ((centred @ basis) * (1.0 - self.shrink_weight.double())) @ basis.T - centred
-            return xi.double().add_(shift) if drawing else xi.double() + shift
         # in float64, so that alpha = 1 releases exactly t (see bngp.release.mechanism.perturb)
         if not drawing:
             return xi.double() + self.shrink_weight.double() * (self.shrink_target.double() - x_hat.double())
         # the same value bit for bit on one float64 temporary (t - x_hat cast as it is read)
         shrunk = torch.sub(self.shrink_target.double(), x_hat)
         return shrunk.mul_(self.shrink_weight.double()).add_(xi)
+
+    def _row_space_noise_from(self, xi: torch.Tensor, r: torch.Tensor, x_hat: torch.Tensor | None,
+                              drawing: bool) -> torch.Tensor:
+        """:meth:`_noise_from` in the row space: xi + V (diag(1 - alpha) V^T (x_hat - t) + sigma o e) - (x_hat - t), one
+        float32 pass through the basis each way (the shrunk signal's coordinates and the noise together), the
+        deviation -(x_hat - t) in float64, so that alpha = 1 and sigma = 0 release exactly t."""
+        if x_hat is None or x_hat.shape != xi.shape:
+            raise InputError(f"a shrinking defender needs x_hat = f(D) of shape {tuple(xi.shape)}.")
+        centred = x_hat.double() - self.shrink_target.double()
+        coefficients = (centred.float() @ self.noise_basis) * (1.0 - self.shrink_weight) \
+            + self.noise_scale * r[:, self.spec.noise_dim :]
+        deviation = (coefficients @ self.noise_basis.T).double().sub_(centred) if drawing \
+            else (coefficients @ self.noise_basis.T).double() - centred
+        return deviation.add_(xi) if drawing else xi.double() + deviation
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then with full-rank noise e ~ N(0, I_|Q|), or e_j
@@ -332,6 +348,8 @@ def composed_release(
         raise InputError(f"pooling needs one weight per fixed copy ({copies}), got {len(pool)}.")
     fixed_width = width if pool is not None and copies else copies * width
     chunk = max(1, CHUNK_ELEMENTS // max(width, 1)) if statistic.device.type == "cpu" else max(rows, 1)
+    if defender.noise_basis is not None:  # each chunk passes through the basis: products of enough rows
+        chunk = max(chunk, ROW_SPACE_CHUNK_ROWS)
     learned = defender._output(b, r)  # G's products first: composed_noise draws nothing before its fixed blocks
     grad = torch.is_grad_enabled()
     if out is None or grad:  # with autograd only the fixed blocks are written here

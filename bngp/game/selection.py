@@ -113,10 +113,10 @@ class Refits:
         if defender.spec.row_space_output and players.pool_weights is None:
             # G releases on the candidates' affine hull (up to clipping): the ridge map of the row-space
             # coordinates V^T (x - t), r <= K - 1 inputs instead of |Q|, lifted to a map of x
-            basis, target = defender.noise_basis.double(), defender.shrink_target.double()
+            basis, target = defender.noise_basis, defender.shrink_target
 
-            def coordinates(releases: torch.Tensor) -> torch.Tensor:
-                return (releases.double() - target) @ basis
+            def coordinates(releases: torch.Tensor) -> torch.Tensor:  # float32, as the releases and G's basis are
+                return ((releases - target) @ basis).double()
 
             fit = fit_ridge(coordinates(x), b, (coordinates(validation_x), validation_b),
                             prior_mean=players.theta).of_coordinates(basis, target)

@@ -122,6 +122,7 @@ class BudgetSurface:
     budget: float
     basis: np.ndarray | None = None
     _shifts: dict = field(default_factory=dict, repr=False)
+    _parts: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, start: ShrinkNoiseDefense, population: Population, prior, budget: float) -> "BudgetSurface":
@@ -131,14 +132,17 @@ class BudgetSurface:
 
     def _shift(self, shrink: np.ndarray) -> np.ndarray:
         """The deterministic part of the deviation: alpha o (t - f(D)), or in the row space
-        V diag(1 - alpha) V^T (f(D) - t) - (f(D) - t) (the last one computed kept for its alpha)."""
+        V diag(1 - alpha) V^T (f(D) - t) - (f(D) - t) (the last one computed kept for its alpha; V^T (f(D) - t)
+        formed once)."""
         if self.basis is None:
             return shrink * (self.target - self.statistics)
         key = shrink.tobytes()
         if key not in self._shifts:
-            centred = self.statistics - self.target
+            if "centred" not in self._parts:  # f(D) - t and its coordinates, fixed for the surface's life
+                self._parts["centred"] = self.statistics - self.target
+                self._parts["coordinates"] = self._parts["centred"] @ self.basis
             self._shifts.clear()
-            self._shifts[key] = ((centred @ self.basis) * (1.0 - shrink)) @ self.basis.T - centred
+            self._shifts[key] = (self._parts["coordinates"] * (1.0 - shrink)) @ self.basis.T - self._parts["centred"]
         return self._shifts[key]
 
     def loss(self, shrink: np.ndarray, scale: np.ndarray) -> float:

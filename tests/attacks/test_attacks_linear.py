@@ -240,7 +240,8 @@ def test_the_linear_attacks_read_the_coordinates_where_they_lose_nothing() -> No
     setting = BudgetSetting.of(population, 20)
     budget = setting.resolve("0.875x")
     prior = UniformSubsetPrior(40, 20)
-    for defense, read in ((shaped_at_budget(setting, budget, 0.4), True), (reference_at_budget("gaussian", setting, budget), True),
+    for defense, read in ((shaped_at_budget(setting, budget, 0.4), True),
+                          (reference_at_budget("gaussian", setting, budget), True),
                           (reference_at_budget("linear-optimal", setting, budget), False)):
         linear, whitened = LinearAttack(), WhitenedAttack()
         linear.fit_together_with(whitened).fit(attack_knowledge(population, prior, defense, 20), seed=2)
