@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -31,8 +31,8 @@ from .inputs import (
     compute_dtype,
 )
 from bngp.errors import InputError
+from bngp.linear import LinearFit
 from bngp.metrics import auc
-from bngp.references import CoordinateSimulator
 from bngp.release.mechanism import Mechanism
 from bngp.release.noise_law import NoiseLaw
 from bngp.release.sampling import NoiseSource, release_mechanism, sample_releases
@@ -43,11 +43,36 @@ if TYPE_CHECKING:
     from bngp.device import DeviceName
     from bngp.data.priors import MembershipPrior
 
-__all__ = ["AttackKnowledge", "Attack", "TorchAttack", "ReleaseSimulator", "NoiseLaw", "release_simulator", "attack_knowledge"]
+__all__ = ["AttackKnowledge", "Attack", "CoordinateReading", "CoordinateSource", "TorchAttack", "ReleaseSimulator",
+           "NoiseLaw", "release_simulator", "attack_knowledge"]
 
 #: simulate(n_releases, seed) -> (releases (R, Q), memberships (R, K)): shadow releases the
 #: attacker generates itself against the (known) defense on the known population.
 ReleaseSimulator = Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+
+
+class CoordinateReading(Protocol):
+    """How a linear attack reads a release in r coordinates c(x) (:class:`bngp.references.ReleaseReading`)."""
+
+    @property
+    def width(self) -> int:
+        """r, the number of coordinates."""
+
+    def lift(self, fit: LinearFit) -> LinearFit:
+        """A linear fit of the coordinates as the same map of the whole release."""
+
+
+class CoordinateSource(Protocol):
+    """Shadow releases read in coordinates that lose nothing a linear map of the release can use
+    (:class:`bngp.references.CoordinateSimulator`)."""
+
+    @property
+    def reading(self) -> CoordinateReading | None:
+        """The reading, or None where the coordinates would lose something (then the whole release is read)."""
+
+    def sample(self, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(coordinates (n, r), memberships (n, K)) float64 tensors of n fresh releases drawn from ``seed``, as
+        the release simulator draws them from the same seed."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,9 +89,10 @@ class AttackKnowledge:
         simulate: shadow-release simulator against the defense (learned attacks).
         composition: copies of f(D) in a release (App. L.6); an attack that does not read such a
             release natively runs on its tiled view (:func:`bngp.attacks.composed.for_composition`).
-        coordinates: the same simulator read in the candidates' row-space coordinates
-            (:class:`bngp.references.CoordinateSimulator`; its ``reading`` None where they would lose what a
-            linear map of the release can use): the linear attacks fit there and lift the map to the release.
+        coordinates: the same simulator read in the candidates' row-space coordinates (a
+            :class:`CoordinateSource`, :class:`bngp.references.CoordinateSimulator` from the harness; its
+            ``reading`` None where they would lose what a linear map of the release can use): the linear
+            attacks fit there and lift the map to the release.
     """
 
     reference_frequencies: np.ndarray | None = None
@@ -78,7 +104,7 @@ class AttackKnowledge:
     simulate: ReleaseSimulator | None = None
     composition: int = 1
     extras: dict = field(default_factory=dict)
-    coordinates: CoordinateSimulator | None = None
+    coordinates: CoordinateSource | None = None
 
     def available(self) -> frozenset[str]:
         """Names of the fields that are set."""
@@ -106,12 +132,15 @@ def release_simulator(mechanism: Mechanism, prior: "MembershipPrior", defense: N
 
 
 def attack_knowledge(
-    population: "Population", prior: "MembershipPrior", defense: NoiseSource, n_members: int | None
+    population: "Population", prior: "MembershipPrior", defense: NoiseSource, n_members: int | None,
+    coordinates: CoordinateSource | None = None,
 ) -> AttackKnowledge:
     """Everything any attack may be given against ``defense`` on ``population`` under ``prior``;
     each attack uses only what it declares.  The one set-up of the evaluation, the best
     responses and the mechanism audits: the simulator releases exactly what the defense
-    releases (:func:`bngp.release.sampling.release_mechanism` of its ``composition``)."""
+    releases (:func:`bngp.release.sampling.release_mechanism` of its ``composition``);
+    ``coordinates``: the same releases read in the candidates' row space
+    (:class:`bngp.references.CoordinateSimulator`, which the harness above the attacks builds)."""
     mechanism = release_mechanism(population.genotypes, defense.composition)
     return AttackKnowledge(
         reference_frequencies=population.reference_frequencies,
@@ -122,7 +151,7 @@ def attack_knowledge(
         noise_law=getattr(defense, "noise_law", None),
         simulate=release_simulator(mechanism, prior, defense),
         composition=defense.composition,
-        coordinates=CoordinateSimulator(population, prior, defense, mechanism, n_members),
+        coordinates=coordinates,
     )
 
 

@@ -47,6 +47,7 @@ from bngp.linear import (
     DEFAULT_VALIDATION_RELEASES,
     LearningCurve,
     LinearFit,
+    coordinate_curve_start,
     default_shadow_releases,
     fit_converged,
     fit_converged_jointly,
@@ -55,7 +56,6 @@ from bngp.linear import (
     fit_whitened,
     max_shadow_releases,
 )
-from bngp.references import coordinate_curve_start
 from bngp.release.sampling import release_mechanism
 from bngp.rng import spawn_seeds
 from bngp.validation import check_in_open_interval, check_positive_int
@@ -231,7 +231,7 @@ class LinearAttack(TorchAttack):
         """The learning curve's first and largest shadow sets: :func:`default_shadow_releases` of a
         ``width``-wide release, up to ``maximum`` (default ``max_shadow_releases`` or the float budget);
         read in the row-space ``coordinates``, the last doubling alone
-        (:func:`bngp.references.coordinate_curve_start`)."""
+        (:func:`bngp.linear.coordinate_curve_start`)."""
         maximum = maximum or self.max_shadow_releases or max_shadow_releases(n_individuals, width)
         start = min(default_shadow_releases(n_individuals, width), maximum)
         return {"start": coordinate_curve_start(start, maximum) if coordinates else start, "maximum": maximum}
@@ -267,7 +267,7 @@ class LinearAttack(TorchAttack):
 def _coordinate_sampler(knowledge: AttackKnowledge, seed: int) -> Callable[[int], tuple[torch.Tensor, torch.Tensor]]:
     """sample(n) -> (coordinates (n, r), memberships (n, K)) float64 tensors, the i-th call drawn from the i-th seed
     spawned from ``seed`` as :func:`bngp.attacks.shadow.shadow_sampler` draws its releases
-    (:class:`bngp.references.CoordinateSimulator`)."""
+    (``knowledge.coordinates``, :class:`bngp.attacks.base.CoordinateSource`)."""
     calls = [0]
 
     def sample(n: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -60,6 +60,7 @@ from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
 from bngp.evaluation_record import AttackResult, EvaluationResult, attack_gap
 from bngp.metrics import bgp_risk, binary_entropy, membership_metrics
+from bngp.references import CoordinateSimulator
 from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 from bngp.workers import Helper, HelperResult, check_workers, open_helper
@@ -137,7 +138,8 @@ def evaluate_defense(
     if releases < 2:
         raise InputError(f"`releases` must be >= 2, got {releases}.")
     mechanism = release_mechanism(population.genotypes, defense.composition)
-    knowledge = attack_knowledge(population, prior, defense, n_members)
+    knowledge = attack_knowledge(population, prior, defense, n_members,
+                                 CoordinateSimulator(population, prior, defense, n_members))
     if isinstance(attacks, str):
         attacks = parse_attack_names(attacks, knowledge)
     eval_seed, *attack_seeds = spawn_seeds(seed, 1 + len(attacks))
@@ -334,7 +336,8 @@ def _fit_and_score_remotely(
     stacking_releases: list[np.ndarray],
 ) -> tuple[Attack, np.ndarray, float, list[tuple[np.ndarray, float]]]:
     """:func:`_fit_and_score` in a helper process, from the knowledge the evaluation gives every attack."""
-    knowledge = attack_knowledge(population, prior, defense, n_members)
+    knowledge = attack_knowledge(population, prior, defense, n_members,
+                                 CoordinateSimulator(population, prior, defense, n_members))
     return _fit_and_score(attack, knowledge, seed, population.genotypes, x, stacking_releases=tuple(stacking_releases))
 
 

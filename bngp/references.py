@@ -51,12 +51,13 @@ from bngp.memory import require_memory
 from bngp.metrics import auc, tpr_at_fpr
 from bngp.release.mechanism import Mechanism
 from bngp.release.sampling import release_mechanism, release_tensor
-from bngp.linear import LinearFit, converged_fit_bytes, default_shadow_releases, fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
+from bngp.linear import LinearFit, converged_fit_bytes, coordinate_curve_start, default_shadow_releases, \
+    fit_converged_jointly, fit_ridge_and_whitened, max_shadow_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 
 __all__ = ["SHAPED_GAUSSIAN", "SHAPED_OPTIMUM", "SHRINK_GRID", "TEST_RELEASES", "CoordinateSimulator", "LinearAttackScore",
-           "ReferenceScore", "ReferenceRanking", "ReleaseReading", "check_linear_attack_memory", "coordinate_curve_start",
-           "linear_attack_score", "rank_references", "release_coordinates", "within_release"]
+           "ReferenceScore", "ReferenceRanking", "ReleaseReading", "check_linear_attack_memory", "linear_attack_score",
+           "rank_references", "release_coordinates", "within_release"]
 
 #: the uniform shrinkages tried for the ``shrinkage`` reference.
 SHRINK_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -215,13 +216,6 @@ class ReleaseReading:
         return coordinates
 
 
-def coordinate_curve_start(start: int, maximum: int) -> int:
-    """The first size of a converged linear fit's learning curve when it reads the row-space coordinates: r <= K - 1
-    inputs, so a fit costs its K x K penalty paths whatever the shadow releases (which are drawn once for every
-    size): the curve is the last doubling alone, from maximum / 2 (never below ``start``) to ``maximum``."""
-    return min(max(int(start), (int(maximum) + 1) // 2), int(maximum))
-
-
 def _released_attributes(defense: ShrinkNoiseDefense) -> np.ndarray | None:
     """For a release with per-attribute shrinkage a_j and no noise (suppression): 1 on the attributes it releases
     (a_j < 1: x_j - t_j = (1 - a_j)(f(D)_j - t_j), never clipped), whose coordinates V^T (x_E - t_E) lose nothing
@@ -288,8 +282,11 @@ class CoordinateSimulator:
     population: Population
     prior: MembershipPrior
     defense: Defense
-    mechanism: Mechanism
     n_members: int | None
+
+    @cached_property
+    def mechanism(self) -> Mechanism:
+        return release_mechanism(self.population.genotypes, self.defense.composition)
 
     @cached_property
     def reading(self) -> ReleaseReading | None:

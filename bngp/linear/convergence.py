@@ -29,7 +29,8 @@ from bngp.metrics import levelled_off
 from .fits import LinearFit
 
 __all__ = ["DEFAULT_VALIDATION_RELEASES", "SHADOW_FLOAT_BUDGET", "LearningCurve", "Pending", "Prefetcher", "Sampler",
-           "SharedDraws", "converged_fit_bytes", "default_shadow_releases", "fit_converged", "fit_converged_jointly", "max_shadow_releases"]
+           "SharedDraws", "converged_fit_bytes", "coordinate_curve_start", "default_shadow_releases", "fit_converged",
+           "fit_converged_jointly", "max_shadow_releases"]
 
 #: the largest shadow set (releases x outputs, float32: 512 MiB) a converged fit may reach.
 SHADOW_FLOAT_BUDGET = 2**27
@@ -66,6 +67,14 @@ def default_shadow_releases(n_individuals: int, n_outputs: int) -> int:
     """
     wanted = max(500, 2 * int(n_individuals), 2 * int(n_outputs))
     return max(500, min(wanted, SHADOW_FLOAT_BUDGET // max(1, int(n_outputs))))
+
+
+def coordinate_curve_start(start: int, maximum: int) -> int:
+    """The first size of a converged fit's learning curve on releases read in r <= K - 1 coordinates (the candidates'
+    row space, :mod:`bngp.data.geometry`): a fit then costs its K x K penalty paths whatever the shadow releases
+    (drawn once for every size), so the curve is its last doubling alone, from maximum / 2 (never below ``start``)
+    to ``maximum``."""
+    return min(max(int(start), (int(maximum) + 1) // 2), int(maximum))
 
 
 def max_shadow_releases(n_individuals: int, n_outputs: int) -> int:

@@ -225,10 +225,10 @@ def test_a_fit_of_the_coordinates_lifted_to_the_release_is_the_same_map(small_wo
 
 
 def test_the_linear_attacks_read_the_coordinates_where_they_lose_nothing() -> None:
-    """Through the evaluation's knowledge (attack_knowledge), ``linear`` and ``whitened`` fit noise in the row
-    space and isotropic noise in the row-space coordinates (K - 1 < |Q|) and per-attribute noise on the whole
-    release; in coordinates their curve is the last doubling alone (maximum / 2, maximum), and they read what the
-    whole-release fit reads, within 0.01 AUC on the same 100 fresh releases."""
+    """Through the evaluation's knowledge (attack_knowledge with a CoordinateSimulator), ``linear`` and ``whitened``
+    fit noise in the row space and isotropic noise in the row-space coordinates (K - 1 < |Q|) and per-attribute
+    noise on the whole release; in coordinates their curve is the last doubling alone (maximum / 2, maximum), and
+    they read what the whole-release fit reads, within 0.01 AUC on the same 100 fresh releases."""
     from bngp.attacks.base import attack_knowledge
     from bngp.data.independent import simulate_independent
     from bngp.defenses.budget import BudgetSetting, reference_at_budget, shaped_at_budget
@@ -244,8 +244,10 @@ def test_the_linear_attacks_read_the_coordinates_where_they_lose_nothing() -> No
                           (reference_at_budget("gaussian", setting, budget), True),
                           (reference_at_budget("linear-optimal", setting, budget), False)):
         linear, whitened = LinearAttack(), WhitenedAttack()
-        linear.fit_together_with(whitened).fit(attack_knowledge(population, prior, defense, 20), seed=2)
-        whitened.fit(attack_knowledge(population, prior, defense, 20), seed=2)
+        knowledge = attack_knowledge(population, prior, defense, 20,
+                                     references.CoordinateSimulator(population, prior, defense, 20))
+        linear.fit_together_with(whitened).fit(knowledge, seed=2)
+        whitened.fit(knowledge, seed=2)
         for attack in (linear, whitened):
             assert (attack.describe().get("reading") == f"row-space coordinates ({setting.space.rank} values)") is read
         maximum = max_shadow_releases(40, 160)
