@@ -343,7 +343,7 @@ def _fit_and_score_remotely(
 
 #: the parts of ``Attack.describe()`` an attack's record carries where the attack has them.
 _DESCRIBED = ("fit", "learning_curve", "pooling", "whole_release", "training", "training_curve", "weights",
-              "release_view")
+              "release_view", "reading")
 
 
 def _attack_result(attack: Attack, scores: np.ndarray, seconds: float, b: np.ndarray,

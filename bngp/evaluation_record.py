@@ -36,7 +36,7 @@ _REQUIRED = ("auc", "auc_std", "auc_per_release", "tpr_at_fpr", "advantage", "ba
              "knowledge", "seconds", "orientation", "raw_auc")
 #: the fields written only when set (not None), in the payload's order.
 _OPTIONAL = ("bgp_risk", "prior_entropy", "fit", "learning_curve", "pooling", "whole_release", "training",
-             "training_curve", "weights", "release_view", "orientation_note")
+             "training_curve", "weights", "release_view", "reading", "orientation_note")
 
 
 @dataclass(frozen=True)
@@ -57,10 +57,11 @@ class AttackResult:
         bgp_risk, prior_entropy: for an attack whose scores are posterior log-odds, the held-out
             cross-entropy of sigmoid(score) in nats per individual, next to the prior's entropy.
         fit, learning_curve, pooling, whole_release, training, training_curve, weights,
-            release_view: the attack's description (``Attack.describe()``) where it has them: the
-            closed-form fit and its learning curve, the pooling of a composed release's copies,
+            release_view, reading: the attack's description (``Attack.describe()``) where it has them:
+            the closed-form fit and its learning curve, the pooling of a composed release's copies,
             the whole-release map, the network's training settings and curve, the stacking
-            weights, and the view of a composed release it reads.
+            weights, the view of a composed release it reads, and what a linear fit read of the
+            releases (the candidates' row-space coordinates).
         orientation_note: why the raw statistic was flipped, when it was.
     """
 
@@ -85,6 +86,7 @@ class AttackResult:
     training_curve: dict | None = None
     weights: dict[str, float] | None = None
     release_view: str | None = None
+    reading: str | None = None
     orientation_note: str | None = None
 
     def __post_init__(self) -> None:

@@ -264,3 +264,5 @@ def test_the_linear_attacks_read_the_coordinates_where_they_lose_nothing() -> No
                 references.CoordinateSimulator.reading = original
             for name in ("linear", "whitened"):
                 assert coordinates.attacks[name].auc == pytest.approx(whole.attacks[name].auc, abs=0.01)
+                assert coordinates.attacks[name].to_dict()["reading"] == linear.reading_
+                assert "reading" not in whole.attacks[name].to_dict()
