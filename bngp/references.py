@@ -290,12 +290,9 @@ class CoordinateSimulator:
 
     @cached_property
     def reading(self) -> ReleaseReading | None:
-        if self.n_members is None or self.defense.composition != 1:
+        if self.n_members is None:
             return None
-        defense = self.defense
-        if isinstance(defense, TrainedDefense):
-            defense = _closed_form(defense, self.population, self.n_members, None)
-        return release_coordinates(defense, self.population, self.n_members)
+        return _as_read(self.defense, self.population, self.n_members, None)[1]
 
     def sample(self, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(coordinates (n, r), memberships (n, K)) float64 tensors of n fresh releases drawn from ``seed``."""
@@ -303,17 +300,20 @@ class CoordinateSimulator:
         return self.reading.draw(self.mechanism, self.defense, b, torch_generator(seed)), b.double()
 
 
-def _closed_form(defense: TrainedDefense, population: Population, n_members: int,
-                 space: PopulationSpace | None) -> Defense:
-    """A trained defender as the shrinkage-plus-noise mechanism it releases when its network output is zero
-    (:meth:`~bngp.defenses.trained.TrainedDefense.closed_form`, in ``space`` or the population's row space for
-    noise shaped to it), so that its releases are read in the coordinates as the references' are; else itself."""
-    if defense.artifact.defender.noise_basis is not None and space is None and shaping_applies(population):
-        try:
-            space = PopulationSpace.of(population, n_members)
-        except InsufficientMemoryError:
-            return defense
-    return defense.closed_form(space) or defense
+def _as_read(defense: Defense, population: Population, n_members: int,
+             space: PopulationSpace | None) -> tuple[Defense, ReleaseReading | None]:
+    """``defense`` as a linear attack reads it, and its reading (:func:`release_coordinates`; ``space``: the
+    population's geometry when already built, else built here at most once): a trained defender whose network
+    output is zero is the shrinkage-plus-noise mechanism it releases
+    (:meth:`~bngp.defenses.trained.TrainedDefense.closed_form`), read as the references are; else itself."""
+    if isinstance(defense, TrainedDefense):
+        if space is None and defense.artifact.defender.noise_basis is not None and shaping_applies(population):
+            try:
+                space = PopulationSpace.of(population, n_members)
+            except InsufficientMemoryError:  # no basis: the closed form of noise shaped to it is not known
+                pass
+        defense = defense.closed_form(space) or defense
+    return defense, release_coordinates(defense, population, n_members, space)
 
 
 def _sampler(population: Population, n_members: int, defense: Defense, seed: int, reading: ReleaseReading | None):
@@ -383,9 +383,7 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
     :class:`bngp.errors.InsufficientMemoryError`, where it would not fit in the available memory
     (:func:`check_linear_attack_memory`)."""
     check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
-    if isinstance(defense, TrainedDefense) and not whole:
-        defense = _closed_form(defense, population, n_members, space)
-    coordinates = None if whole else release_coordinates(defense, population, n_members, space)
+    defense, coordinates = (defense, None) if whole else _as_read(defense, population, n_members, space)
     sample, prior = _sampler(population, n_members, defense, resolve_seed(seed), coordinates)
     # in coordinates the curve may still draw as many shadow releases as the whole release's would
     k, width = population.n_individuals, population.n_attributes * defense.composition

@@ -11,6 +11,7 @@ Gaussian; for noise shaped to the population, sigma one scale per direction of t
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -122,7 +123,6 @@ class BudgetSurface:
     budget: float
     basis: np.ndarray | None = None
     _shifts: dict = field(default_factory=dict, repr=False)
-    _parts: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, start: ShrinkNoiseDefense, population: Population, prior, budget: float) -> "BudgetSurface":
@@ -138,12 +138,16 @@ class BudgetSurface:
             return shrink * (self.target - self.statistics)
         key = shrink.tobytes()
         if key not in self._shifts:
-            if "centred" not in self._parts:  # f(D) - t and its coordinates, fixed for the surface's life
-                self._parts["centred"] = self.statistics - self.target
-                self._parts["coordinates"] = self._parts["centred"] @ self.basis
+            centred, coordinates = self._centred
             self._shifts.clear()
-            self._shifts[key] = (self._parts["coordinates"] * (1.0 - shrink)) @ self.basis.T - self._parts["centred"]
+            self._shifts[key] = (coordinates * (1.0 - shrink)) @ self.basis.T - centred
         return self._shifts[key]
+
+    @cached_property
+    def _centred(self) -> tuple[np.ndarray, np.ndarray]:
+        """(f(D) - t, V^T (f(D) - t)) of the surface's draws, fixed for its life."""
+        centred = self.statistics - self.target
+        return centred, centred @ self.basis
 
     def loss(self, shrink: np.ndarray, scale: np.ndarray) -> float:
         """The closed-form expected loss of (alpha, sigma) on the surface's draws; in the row space alpha and sigma
