@@ -52,7 +52,7 @@ ReleaseSimulator = Callable[[int, int], tuple[np.ndarray, np.ndarray]]
 
 
 class CoordinateReading(Protocol):
-    """How a linear attack reads a release in r coordinates c(x) (:class:`bngp.references.ReleaseReading`)."""
+    """How a linear attack reads a release in r coordinates c(x) (:class:`bngp.reading.ReleaseReading`)."""
 
     @property
     def width(self) -> int:
@@ -64,7 +64,7 @@ class CoordinateReading(Protocol):
 
 class CoordinateSource(Protocol):
     """Shadow releases read in coordinates that lose nothing a linear map of the release can use
-    (:class:`bngp.references.CoordinateSimulator`)."""
+    (:class:`bngp.reading.CoordinateSimulator`)."""
 
     @property
     def reading(self) -> CoordinateReading | None:
@@ -90,7 +90,7 @@ class AttackKnowledge:
         composition: copies of f(D) in a release (App. L.6); an attack that does not read such a
             release natively runs on its tiled view (:func:`bngp.attacks.composed.for_composition`).
         coordinates: the same simulator read in the candidates' row-space coordinates (a
-            :class:`CoordinateSource`, :class:`bngp.references.CoordinateSimulator` from the harness; its
+            :class:`CoordinateSource`, :class:`bngp.reading.CoordinateSimulator` from the harness; its
             ``reading`` None where they would lose what a linear map of the release can use): the linear
             attacks fit there and lift the map to the release.
     """
@@ -140,7 +140,7 @@ def attack_knowledge(
     responses and the mechanism audits: the simulator releases exactly what the defense
     releases (:func:`bngp.release.sampling.release_mechanism` of its ``composition``);
     ``coordinates``: the same releases read in the candidates' row space
-    (:class:`bngp.references.CoordinateSimulator`, which the harness above the attacks builds)."""
+    (:class:`bngp.reading.CoordinateSimulator`, which the harness above the attacks builds)."""
     mechanism = release_mechanism(population.genotypes, defense.composition)
     return AttackKnowledge(
         reference_frequencies=population.reference_frequencies,

@@ -12,6 +12,12 @@ attacker is tied to the known population exactly as the paper's is (one output p
 individual), and its cross-entropy training is unchanged; the head only removes the failure
 mode where a budget-limited network is a far weaker attacker than a textbook inversion.
 ``init="paper"`` gives the plain paper network.
+
+Releases that lie on the candidates' affine hull t + span(V) (a defender whose every output is in the row space
+of the centred candidates, ``DefenderSpec.row_space_output``) can be read in their r <= K - 1 row-space
+coordinates c = V^T (x - t) instead of their |Q| values (:meth:`Attacker.read_coordinates`; the geometry of
+:mod:`bngp.data.geometry`): every such release is t + V c up to clipping, so the coordinates keep what x holds
+while H's input, widths and head scale with r (``AttackerSpec.release_width`` records the width read).
 """
 
 from __future__ import annotations
@@ -62,16 +68,22 @@ ATTACKER_INITS: tuple[str, ...] = get_args(AttackerInit)
 
 @dataclass(frozen=True)
 class AttackerSpec:
-    """Architecture of H: sizes, widths (None = scaled from the paper) and initialisation."""
+    """Architecture of H: sizes, widths (None = scaled from the paper) and initialisation; ``n_outputs`` is the width
+    H reads, the release's or, with ``release_width`` (the release's), its row-space coordinates'
+    (:meth:`Attacker.read_coordinates`)."""
 
     n_outputs: int
     n_individuals: int
     widths: tuple[int, int] | None = None
     init: AttackerInit = "reconstruction"
+    release_width: int | None = None
 
     def __post_init__(self) -> None:
         if self.init not in ATTACKER_INITS:
             raise InputError(f"`attacker init` must be one of {', '.join(ATTACKER_INITS)}, got {self.init!r}.")
+        if self.release_width is not None and not 1 <= self.n_outputs < self.release_width:
+            raise InputError(f"an attacker reading {self.n_outputs} row-space coordinates of releases of "
+                             f"{self.release_width} values needs 1 <= coordinates < values.")
 
     def resolved_widths(self) -> tuple[int, int]:
         return self.widths or attacker_widths(self.n_outputs)
@@ -104,9 +116,12 @@ def block_inversion_head(
     theta: np.ndarray,
     releases: torch.Tensor,
     memberships: torch.Tensor,
+    reading: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Linear head (weight (K, m|Q|), bias (K,)) combining the ridge inversion of each of the m
-    blocks of a composed release, with block weights fitted by logistic regression.
+    blocks of a composed release, with block weights fitted by logistic regression.  With ``reading`` = (V, t)
+    the releases (m = 1) are given as their row-space coordinates (x - t) V (:meth:`Attacker.read_coordinates`)
+    and the head maps those: the inversion W x + c on the affine hull t + span(V) is (W V) c_x + (c + W t).
 
     A composition of m mechanisms that each release the frequencies of the same population
     (section 4.4, Theorem 5; App. L.6's five Gaussian mechanisms) gives m noisy copies x_1..x_m
@@ -116,11 +131,14 @@ def block_inversion_head(
     ``memberships`` (R, K), pooled over individuals: the attacker learns how much each block's
     noise lets it trust that block.  m = 1 is the recalibrated reconstruction attack.
     """
-    n_attributes = genotypes.shape[1]
+    w, c = (torch.as_tensor(a, dtype=torch.float64).to(releases.device) for a in ridge_inversion(genotypes, n_members, theta))
+    if reading is not None:
+        basis, target = (torch.as_tensor(a, dtype=torch.float64).to(releases.device) for a in reading)
+        w, c = w @ basis, c + w @ target
+    n_attributes = w.shape[1]
     if releases.shape[1] % n_attributes:
         raise InputError(f"a release of {releases.shape[1]} outputs is not made of blocks of {n_attributes} frequencies.")
     n_blocks = releases.shape[1] // n_attributes
-    w, c = (torch.as_tensor(a, dtype=torch.float64).to(releases.device) for a in ridge_inversion(genotypes, n_members, theta))
     blocks = releases.to(torch.float64).reshape(releases.shape[0], n_blocks, n_attributes)
     features = INVERSION_GAIN * (blocks @ w.T + c - 0.5)  # (R, m, K)
     params = logistic_calibration(features.transpose(1, 2).reshape(-1, n_blocks), memberships.reshape(-1))
@@ -148,6 +166,9 @@ class Attacker(nn.Module):
             nn.Linear(h2, spec.n_individuals),
         )
         self.head = nn.Linear(spec.n_outputs, spec.n_individuals) if spec.init != "paper" else None
+        # V (|Q| x r) and t (|Q|) of read_coordinates; set from G's own tensors, so not saved with H's state
+        self.register_buffer("read_basis", None, persistent=False)
+        self.register_buffer("read_target", None, persistent=False)
         #: how the linear head was warm-started (regularisation path, learning curve), if it was.
         self.warm_start: dict | None = None
         #: the validations of its training by :func:`bngp.attacks.training.train_attacker`, if it was trained.
@@ -158,10 +179,32 @@ class Attacker(nn.Module):
             raise InputError("this attacker has no linear head (init='paper').")
         return self.head
 
+    def read_coordinates(self, basis: torch.Tensor, target: torch.Tensor) -> None:
+        """Read each release x (|Q| values) as its row-space coordinates (x - t) V (module docstring), V = ``basis``
+        (|Q| x r, orthonormal columns) and t = ``target`` (|Q|), the tensors themselves (not copies): H is built
+        for them (``AttackerSpec.release_width`` = |Q|, ``n_outputs`` = r)."""
+        if self.spec.release_width is None or tuple(basis.shape) != (self.spec.release_width, self.spec.n_outputs) \
+                or tuple(target.shape) != (self.spec.release_width,):
+            raise InputError(f"this attacker reads {self.spec.n_outputs} values of releases of "
+                             f"{self.spec.release_width or self.spec.n_outputs}; got a basis {tuple(basis.shape)} and "
+                             f"a target {tuple(target.shape)}.")
+        self.read_basis, self.read_target = basis, target
+
+    def read(self, x: torch.Tensor) -> torch.Tensor:
+        """What H reads of releases x: x itself, or (x - t) V (:meth:`read_coordinates`)."""
+        if self.read_basis is None:
+            return x
+        return (x - self.read_target) @ self.read_basis
+
     def set_linear_head(self, weight: torch.Tensor | np.ndarray, bias: torch.Tensor | np.ndarray) -> None:
         """Set the linear head to logits = weight x + bias and zero the MLP's last layer, so the
-        untrained attacker is exactly that linear attack."""
+        untrained attacker is exactly that linear attack.  Reading coordinates, a map of the whole release
+        (weight K x |Q|) is set as the same map on the affine hull: weight V on the coordinates, bias + weight t."""
         head = self._require_head()
+        if self.read_basis is not None and weight.shape[1] == self.read_basis.shape[0]:
+            weight = torch.as_tensor(weight, dtype=torch.float64)
+            bias = torch.as_tensor(bias, dtype=torch.float64) + weight @ self.read_target.double().to(weight.device)
+            weight = weight @ self.read_basis.double().to(weight.device)
         with torch.no_grad():
             head.weight.copy_(torch.as_tensor(weight, dtype=torch.float32))
             head.bias.copy_(torch.as_tensor(bias, dtype=torch.float32))
@@ -214,7 +257,8 @@ class Attacker(nn.Module):
             # the logits are the head's, the same values (0 + y = y) without the MLP's products (most
             # of the FLOPs).  Only without autograd (the last layer's gradient
             # needs the hidden activations) and in eval mode (training BatchNorm updates its statistics).
-            return self.head(x)
+            return self.head(self.read(x))
+        x = self.read(x)
         logits = self.net(x)
         if self.head is not None:
             logits = logits + self.head(x)

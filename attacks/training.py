@@ -442,7 +442,11 @@ def prefer_population_inversion(
     loss_fn = nn.BCEWithLogitsLoss()
     current = _validation_loss(attacker, validation_x, validation_b, loss_fn)
     saved = [parameter.detach().clone() for parameter in attacker.refit_parameters()]
-    attacker.set_linear_head(*block_inversion_head(population, n_members, theta, x, b))
+    if attacker.read_basis is None:
+        attacker.set_linear_head(*block_inversion_head(population, n_members, theta, x, b))
+    else:  # formed on the coordinates H reads (Attacker.read_coordinates)
+        attacker.set_linear_head(*block_inversion_head(population, n_members, theta, attacker.read(x), b,
+                                                       (attacker.read_basis, attacker.read_target)))
     if _validation_loss(attacker, validation_x, validation_b, loss_fn) >= current:
         for parameter, value in zip(attacker.refit_parameters(), saved):
             parameter.copy_(value)

@@ -60,7 +60,7 @@ from bngp.device import DeviceName, resolve_device
 from bngp.errors import InputError
 from bngp.evaluation_record import AttackResult, EvaluationResult, attack_gap
 from bngp.metrics import bgp_risk, binary_entropy, membership_metrics
-from bngp.references import CoordinateSimulator
+from bngp.reading import CoordinateSimulator
 from bngp.release.sampling import release_mechanism, sample_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 from bngp.workers import Helper, HelperResult, check_workers, open_helper

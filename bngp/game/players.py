@@ -192,9 +192,25 @@ class Players:
         if config.attacker.pool_copies and sigmas and config.attacker.kind != "per-individual":
             self.pool_weights = inverse_variance_weights(sigmas)
         width = 2 * n_out if self.pool_weights is not None else self.mechanism.n_outputs
-        self.attacker_spec = config.attacker.spec(width, self.population.n_individuals)
+        spec = config.attacker.spec(width, self.population.n_individuals)
+        if self.reads_coordinates:
+            spec = replace(spec, n_outputs=self.defender.spec.row_space_rank, release_width=width)
+        self.attacker_spec = spec
         with seeded_torch(self.seeds["attacker-network"]):
             self.attacker = self._new_attacker()
+
+    @property
+    def reads_coordinates(self) -> bool:
+        """Whether the K-output H reads the releases in the candidates' row-space coordinates
+        (:meth:`bngp.attacks.network.Attacker.read_coordinates`): when G releases only in the row space
+        (``DefenderSpec.row_space_output``, started at a reference shaped to it) and nothing else (no fixed copies)."""
+        return (self.defender.spec.row_space_output and self.config.attacker.kind != "per-individual"
+                and not self.config.defender.fixed_gaussian_sigmas)
+
+    @property
+    def read_width(self) -> int:
+        """The width of what :meth:`attacker_release` forms: the release's, or with pooled copies the pooled one's."""
+        return self.attacker_spec.release_width or self.attacker_spec.n_outputs
 
     def _build_optimisers(self) -> None:
         """Adam for G and H (App. L.8) and their ExponentialLR decay; a part of H refitted in closed form
@@ -256,6 +272,8 @@ class Players:
             )
             return PopulationBoundAttacker(network.to(self.device), self._mechanism_matrix())
         attacker = Attacker(self.attacker_spec).to(self.device)
+        if self.reads_coordinates:
+            attacker.read_coordinates(self.defender.noise_basis, self.defender.shrink_target)
         if self.attacker_spec.init == "reconstruction":
             genotypes = self.mechanism_genotypes()
             if self.pool_weights is not None:  # the rows are statistics: pooled like releases

@@ -2,9 +2,9 @@
 
 Every ``AttackerSettings.refit_every`` defender steps the in-game attacker's linear part is refitted in
 closed form on releases of the current defender (eval mode): for the K-output H (App. L.8) its head is the
-ridge map from releases to memberships (:func:`bngp.linear.fit_ridge`; for a defender that releases only in
-the candidates' row space, ``DefenderSpec.row_space_output``, the map of the row-space coordinates lifted to
-the release, :meth:`bngp.linear.LinearFit.of_coordinates`), recalibrated, or the population inversion when
+ridge map from what H reads of the releases to memberships (:func:`bngp.linear.fit_ridge`; for a defender that
+releases only in the candidates' row space, ``DefenderSpec.row_space_output``, the row-space coordinates,
+:meth:`bngp.attacks.network.Attacker.read_coordinates`), recalibrated, or the population inversion when
 that validates better; for H(x, d_k) its per-SNV weights and their logistic calibration
 (:mod:`bngp.attacks.per_individual_network`).  Each refit then scores the current defender against the
 refitted attacker by the defender's own objective (:func:`bngp.game.objectives.selection_score`, section
@@ -98,7 +98,7 @@ class Refits:
         only the pooled releases are formed (a whole composed refit set is 5,368 x 25,000 at paper
         scale)."""
         players = self.players
-        x = torch.empty((b.shape[0], players.attacker_spec.n_outputs), device=players.device)  # H's input width
+        x = torch.empty((b.shape[0], players.read_width), device=players.device)
         for start in range(0, b.shape[0], _REFIT_BLOCK):
             stop = min(start + _REFIT_BLOCK, b.shape[0])
             players.attacker_release(b[start:stop], r[start:stop], out=x[start:stop])
@@ -109,19 +109,8 @@ class Refits:
     ) -> None:
         """The K-output attacker's head on its input x: the ridge map, recalibrated, or the population inversion."""
         players = self.players
-        defender = players.defender
-        if defender.spec.row_space_output and players.pool_weights is None:
-            # G releases on the candidates' affine hull (up to clipping): the ridge map of the row-space
-            # coordinates V^T (x - t), r <= K - 1 inputs instead of |Q|, lifted to a map of x
-            basis, target = defender.noise_basis, defender.shrink_target
-
-            def coordinates(releases: torch.Tensor) -> torch.Tensor:  # float32, as the releases and G's basis are
-                return ((releases - target) @ basis).double()
-
-            fit = fit_ridge(coordinates(x), b, (coordinates(validation_x), validation_b),
-                            prior_mean=players.theta).of_coordinates(basis, target)
-        else:
-            fit = fit_ridge(x, b, (validation_x, validation_b), prior_mean=players.theta)
+        read = players.attacker.read  # the releases, or their row-space coordinates (float32, as G's basis is)
+        fit = fit_ridge(read(x).double(), b, (read(validation_x).double(), validation_b), prior_mean=players.theta)
         players.attacker.initialise_from_ridge(fit, players.theta)
         players.attacker.calibrate_head(validation_x, validation_b)
         prefer_population_inversion(

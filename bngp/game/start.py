@@ -79,7 +79,8 @@ def start_defender(defender: Defender, reference: ShrinkNoiseDefense) -> None:
 def _root_near(excess, guess: float, upper: float | None) -> float:
     """The root of ``excess``, increasing on [0, ``upper``] (no upper end: [0, inf)) and negative at 0, found near
     ``guess``: a bracket of relative half-width 1% around it, widened fourfold until it holds the sign change (its
-    ends kept inside [0, ``upper``]), then Brent's method to 1e-12; each value is computed once."""
+    ends kept inside [0, ``upper``]), then Brent's method to a relative 1e-9 (below the float32 resolution in which
+    G holds its parameters; absolute 1e-12 near 0); each value is computed once."""
     values: dict[float, float] = {}
 
     def cached(c: float) -> float:
@@ -99,7 +100,7 @@ def _root_near(excess, guess: float, upper: float | None) -> float:
         width *= 4.0
     if values.get(high) == 0.0:
         return high
-    return brentq(cached, low, high, xtol=1e-12)
+    return brentq(cached, low, high, xtol=1e-12, rtol=1e-9)
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,6 +145,11 @@ class BudgetSurface:
         return self._shifts[key]
 
     @cached_property
+    def _squared_basis(self) -> np.ndarray:
+        """V o V, which maps per-direction noise variances to per-attribute ones."""
+        return self.basis**2
+
+    @cached_property
     def _centred(self) -> tuple[np.ndarray, np.ndarray]:
         """(f(D) - t, V^T (f(D) - t)) of the surface's draws, fixed for its life."""
         centred = self.statistics - self.target
@@ -153,7 +159,7 @@ class BudgetSurface:
         """The closed-form expected loss of (alpha, sigma) on the surface's draws; in the row space alpha and sigma
         hold one value per direction, and attribute j's noise scale is sqrt(sum_i V_ji^2 sigma_i^2)."""
         if self.basis is not None:
-            scale = np.sqrt((self.basis**2) @ scale**2)
+            scale = np.sqrt(self._squared_basis @ scale**2)
         return float(clipped_deviation_loss(self.law, self._shift(shrink), scale, self.statistics).mean())
 
     @torch.no_grad()

@@ -36,13 +36,14 @@ from .convergence import (
 )
 from .fits import RIDGE_PATH, LinearFit, fit_ridge
 from .kernels import gram, symmetric_eigh, symmetric_form, thin_svd
-from .whitened import SHRINKAGE_PATH, WHITENED_RIDGE_PATH, fit_ridge_and_whitened, fit_whitened
+from .whitened import SHRINKAGE_PATH, WHITENED_RIDGE_PATH, fit_ridge_and_whitened, fit_whitened, whitened_map_of_law
 
 __all__ = [
     "LinearFit",
     "LearningCurve",
     "fit_ridge",
     "fit_whitened",
+    "whitened_map_of_law",
     "fit_ridge_and_whitened",
     "fit_converged",
     "fit_converged_jointly",

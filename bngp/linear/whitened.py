@@ -47,7 +47,7 @@ from .fits import RIDGE_PATH, Centred, LinearFit, best_point, centre, fit_ridge,
 from .kernels import Eigenbasis, Tridiagonal, gram, symmetric_eigh, symmetric_form, thin_svd, times_right_vectors, \
     top_eigenvalue
 
-__all__ = ["SHRINKAGE_PATH", "WHITENED_RIDGE_PATH", "fit_ridge_and_whitened", "fit_whitened"]
+__all__ = ["SHRINKAGE_PATH", "WHITENED_RIDGE_PATH", "fit_ridge_and_whitened", "fit_whitened", "whitened_map_of_law"]
 
 #: noise-covariance shrinkage d relative to the mean eigenvalue of the residual covariance.
 SHRINKAGE_PATH = tuple(10.0 ** np.arange(-6.0, 2.01, 1.0))
@@ -279,3 +279,31 @@ def _ridge_scale(model: _NoiseModel, shifted_cholesky: torch.Tensor) -> float:
         return model.degrees * model.form.times(v) + lifted @ (lifted.T @ v)
 
     return top_eigenvalue(rotated_gram, lifted.shape[0], residual)
+
+
+def whitened_map_of_law(signal: np.ndarray | torch.Tensor, noise_variance: np.ndarray | torch.Tensor,
+                        prior_mean: np.ndarray | torch.Tensor, prior_covariance: np.ndarray | torch.Tensor,
+                        release_mean: np.ndarray | torch.Tensor) -> LinearFit:
+    """The linear MMSE map of the model above at a known law instead of one estimated from shadow releases:
+    x - ``release_mean`` = (b - mu) M + e, M = ``signal`` (K, m), e ~ (0, D), D = diag(``noise_variance``) > 0 (m,),
+    b ~ (mu, Sigma_b) (``prior_mean``, ``prior_covariance`` (K, K)).  With G = M D^-1 M^T (K x K), the push-through
+    identity gives
+
+        W = (M^T Sigma_b M + D)^-1 M^T Sigma_b = D^-1 M^T Sigma_b (G Sigma_b + I)^-1,
+
+    one K x K solve whose matrix is I plus a product of two positive semi-definite matrices (Kay, *Fundamentals of
+    Statistical Signal Processing: Estimation Theory*, chapter 12).  No penalty is chosen (``criterion`` "known
+    law", ``releases`` 0): the map is the fitted maps' limit in the number of shadow releases when the release
+    follows the model, and an attack like any other when it does not (clipping, a heavier-tailed noise)."""
+    signal = torch.as_tensor(signal, dtype=torch.float64)
+    variance = torch.as_tensor(noise_variance, dtype=torch.float64).reshape(-1)
+    covariance = torch.as_tensor(prior_covariance, dtype=torch.float64)
+    k, width = signal.shape
+    if variance.numel() != width or tuple(covariance.shape) != (k, k) or not bool((variance > 0).all()):
+        raise ValueError(f"a known-law map needs {width} noise variances > 0 and a {k} x {k} prior covariance.")
+    scaled = signal / variance  # M D^-1
+    system = covariance @ (scaled @ signal.T) + torch.eye(k, dtype=torch.float64)  # Sigma_b G + I = (G Sigma_b + I)^T
+    right = torch.linalg.solve(system, covariance).T  # Sigma_b (G Sigma_b + I)^-1
+    return LinearFit(torch.as_tensor(release_mean, dtype=torch.float64).reshape(-1),
+                     torch.as_tensor(prior_mean, dtype=torch.float64).reshape(-1), scaled.T @ right,
+                     0.0, "known law", float("nan"), (), 0)

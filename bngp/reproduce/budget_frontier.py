@@ -4,7 +4,8 @@ For each population and each budget U = F x L0 (L0 the loss of the data-independ
 f(theta); F in 7/8, 3/4, 1/2, 1/4, 1/8), every reference mechanism of :mod:`bngp.defenses.budget`
 calibrated to U (Laplace, Gaussian, uniform shrinkage towards f(theta) plus Laplace noise over a grid of
 shrinkages, suppression, the linear-decoder optimum, time-sharing) is attacked by the converged linear
-attack of :func:`bngp.references.linear_attack_score` (AUC, TPR at 1% and 0.1% FPR), a defender is
+attack of :func:`bngp.references.linear_attack_score` (AUC, TPR at 1% and 0.1% FPR; those that cannot be the best
+keep the ranking's screening reading, :func:`bngp.references.rank_references`), a defender is
 trained for U starting from the best of them (``bngp train --utility-budget``), and the defender and the
 best reference are also attacked by every attack of ``bngp evaluate --attacks all``; every mechanism is
 audited end to end (a many-run canary audit, :mod:`bngp.mechanism_audit`, whose eps lower bound holds with
@@ -148,7 +149,7 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     closed = trained.closed_form(getattr(ranking.best, "space", None))
     same = closed is not None and closed.same_release(ranking.best)
     if same:
-        score = LinearAttackScore(best.auc, best.tpr_at_1pct, best.tpr_at_01pct, best.releases)
+        score = LinearAttackScore(best.auc, best.tpr_at_1pct, best.tpr_at_01pct, best.releases, map=best.map)
     else:
         score = linear_attack_score(trained, population, members, trained_seed)
     lap("linear attack of the defender")
@@ -247,8 +248,8 @@ def _table(cells: list[dict]) -> list[str]:
              "|---" * (len(labels) + 5) + "|"]
     for cell in sorted(cells, key=lambda item: -item["fraction"]):
         by_label = {entry["label"]: entry for entry in cell["references"]}
-        parts = [f"{by_label[label]['auc']:.3f} / {by_label[label]['tpr_at_1pct_fpr']:.2f}" if label in by_label else "-"
-                 for label in labels]
+        parts = [(f"{'' if by_label[label].get('converged', True) else '>= '}{by_label[label]['auc']:.3f} / "
+                  f"{by_label[label]['tpr_at_1pct_fpr']:.2f}") if label in by_label else "-" for label in labels]
         envelope = _envelope(cell)
         strongest = cell["evaluation"]["trained"]
         lines.append(f"| {cell['fraction']:g} | {cell['budget']['budget']:.5f} | " + " | ".join(parts)
@@ -353,7 +354,9 @@ def run_budget_frontier(*, scale: str, seed: int, out: Path, budget: Budget, pro
              f"float32 matmul throughput of {matmul / 1e9:.1f} GFLOP/s measured in the same run, peak memory "
              f"{peak / 2**30:.2f} GiB.", ""]
     lines += frontier_plot_lines(scale, "Each reference cell: AUC / TPR at 1% FPR of the converged linear attack (ridge and "
-                                 "whitened maps, the stronger). The last column: the strongest of every attack of "
+                                 "whitened maps and the map at the mechanism's known law, the strongest; >=: a "
+                                 "reference the ranking screened out, at its screening reading, which the converged "
+                                 "attack would read at least as high). The last column: the strongest of every attack of "
                                  "`bngp evaluate --attacks all` against the trained defender.")
     for entry in populations:
         cells = results[entry.label]

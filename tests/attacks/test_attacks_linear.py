@@ -207,7 +207,7 @@ def test_a_fit_of_the_coordinates_lifted_to_the_release_is_the_same_map(small_wo
     b_mean' + (x - t) diag(w) V W_c on every release (closed form: 1e-10), with and without attribute weights."""
     from bngp.data.geometry import PopulationSpace
     from bngp.linear import fit_ridge
-    from bngp.references import ReleaseReading
+    from bngp.reading import ReleaseReading
 
     population = small_world.population
     space = PopulationSpace.of(population, small_world.n_members)
@@ -234,7 +234,7 @@ def test_the_linear_attacks_read_the_coordinates_where_they_lose_nothing() -> No
     from bngp.defenses.budget import BudgetSetting, reference_at_budget, shaped_at_budget
     from bngp.evaluate import evaluate_defense
     from bngp.data.priors import UniformSubsetPrior
-    import bngp.references as references
+    import bngp.reading as references
 
     population = simulate_independent(40, 40, 160, seed=21)
     setting = BudgetSetting.of(population, 20)

@@ -24,7 +24,8 @@ from bngp.defenses.shaped import ShapedNoiseDefense, direction_weights
 from bngp.defenses.shrinkage import ShrinkNoiseDefense
 from bngp.game import Game, GameConfig
 from bngp.game.start import BudgetSurface
-from bngp.references import SHAPED_GAUSSIAN, SHAPED_OPTIMUM, linear_attack_score, rank_references, release_coordinates
+from bngp.reading import release_coordinates
+from bngp.references import SHAPED_GAUSSIAN, SHAPED_OPTIMUM, linear_attack_score, rank_references
 from bngp.rng import torch_generator
 
 MEMBERS = 20
@@ -287,7 +288,7 @@ def test_coordinates_drawn_directly_are_those_of_the_whole_release(kind, narrow,
     noise shaped to the row space is drawn in the coordinates (c + V^T (clip(t + V c) - (t + V c)), the same unit
     draws), other releases are read by blocks in float32 (blocks of 7 rows here, so that several are formed): the
     same values up to float32 rounding (1e-6), with clipping at work on a tenth of a percent or more of the values."""
-    import bngp.references as references
+    import bngp.reading as reading_module
     from bngp.release.sampling import release_mechanism, sample_releases
 
     population, setting = narrow
@@ -296,7 +297,7 @@ def test_coordinates_drawn_directly_are_those_of_the_whole_release(kind, narrow,
                "optimum": lambda: row_space_optimal_at_budget(setting, budget),
                "laplace": lambda: reference_at_budget("laplace", setting, budget),
                "suppression": lambda: reference_at_budget("suppression", setting, budget)}[kind]()
-    monkeypatch.setattr(references, "_DRAW_BLOCK", 7)
+    monkeypatch.setattr(reading_module, "_DRAW_BLOCK", 7)
     reading = release_coordinates(defense, population, MEMBERS, setting.space)
     assert reading is not None
     mechanism = release_mechanism(population.genotypes)
@@ -342,8 +343,8 @@ def test_a_trained_defender_at_its_start_is_read_as_its_start(narrow, wide_popul
 def test_a_shaped_defender_releases_only_in_the_row_space_and_is_refitted_there(narrow, monkeypatch, tmp_path) -> None:
     """Started at a shaped reference, G's network output is projected onto the row space
     (DefenderSpec.row_space_output): with a moved output layer its release before clipping, f(D) + xi, still lies
-    on t + span(V) (float32: 1e-6), the spec survives the artifact, and the in-game refit fits the ridge map of the
-    r row-space coordinates, lifted to a map of the release (its weights in span(V))."""
+    on t + span(V) (float32: 1e-6), the spec survives the artifact, the in-game attacker reads the r row-space
+    coordinates (its input, widths and head r wide) and its refit fits the ridge map of those coordinates."""
     import bngp.game.selection as selection
     from bngp.defenses.artifact import load_defender, save_defender
 
@@ -374,4 +375,60 @@ def test_a_shaped_defender_releases_only_in_the_row_space_and_is_refitted_there(
     original = selection.fit_ridge
     monkeypatch.setattr(selection, "fit_ridge", lambda x, *args, **kwargs: widths.append(x.shape[1]) or original(x, *args, **kwargs))
     game.refits.refit_attacker(score_defender=False)
-    assert widths == [setting.space.rank]
+    rank = setting.space.rank
+    assert widths == [rank]
+    spec = game.players.attacker_spec
+    assert (spec.n_outputs, spec.release_width) == (rank, population.n_attributes)
+    attacker = game.players.attacker.eval()
+    assert attacker.head.weight.shape == (population.n_individuals, rank)
+    releases = game.players.release(b, r)[0]
+    coordinates = (releases - defender.shrink_target) @ defender.noise_basis
+    with torch.no_grad():
+        torch.testing.assert_close(game.players.attack(releases), attacker.head(coordinates) + attacker.net(coordinates))
+
+
+def test_an_attacker_reading_coordinates_holds_a_map_of_the_whole_release() -> None:
+    """Known answer: on releases x = t + V c of the affine hull, a map W x + beta of the whole release, set as the
+    head of an attacker reading the coordinates, gives (W V) c + (beta + W t) = W x + beta (float32: 1e-4); the
+    coordinates' width is checked."""
+    from bngp.attacks.network import Attacker, AttackerSpec
+    from bngp.errors import InputError
+
+    generator = torch.Generator().manual_seed(3)
+    width, rank, individuals = 50, 6, 9
+    basis = torch.linalg.qr(torch.randn(width, rank, generator=generator))[0]
+    target = torch.rand(width, generator=generator)
+    attacker = Attacker(AttackerSpec(rank, individuals, release_width=width)).eval()
+    with pytest.raises(InputError, match="row-space coordinates|reads"):
+        attacker.read_coordinates(basis[:, :-1], target)
+    attacker.read_coordinates(basis, target)
+    weight, bias = torch.randn(individuals, width, generator=generator), torch.randn(individuals, generator=generator)
+    attacker.set_linear_head(weight, bias)
+    x = target + torch.randn(20, rank, generator=generator) @ basis.T
+    with torch.no_grad():
+        torch.testing.assert_close(attacker(x), x @ weight.T + bias, atol=1e-4, rtol=1e-4)
+    with pytest.raises(InputError, match="coordinates"):
+        AttackerSpec(width, individuals, release_width=width)
+
+
+def test_the_population_inversion_head_in_coordinates_is_the_whole_one(narrow) -> None:
+    """Known answer: on releases x = t + V c of the affine hull, the block-calibrated population inversion formed on
+    the coordinates (reading = (V, t)) gives the logits the whole one gives on x (the same features, so the same
+    calibration), to 1e-6."""
+    from bngp.attacks.network import block_inversion_head
+
+    population, setting = narrow
+    space = setting.space
+    generator = torch.Generator().manual_seed(5)
+    prior = UniformSubsetPrior(population.n_individuals, MEMBERS)
+    b = prior.sample_torch(300, generator).double()
+    basis, target = torch.as_tensor(space.basis), torch.as_tensor(space.target)
+    signal = (b - MEMBERS / population.n_individuals) @ torch.as_tensor(space.left * space.singular_values / MEMBERS)
+    coordinates = signal + 0.02 * torch.randn(signal.shape, generator=generator, dtype=torch.float64)
+    x = target + coordinates @ basis.T
+    genotypes = np.asarray(population.genotypes, dtype=np.float64)
+    theta = prior.marginals
+    weight, bias = block_inversion_head(genotypes, MEMBERS, theta, x, b)
+    weight_c, bias_c = block_inversion_head(genotypes, MEMBERS, theta, coordinates, b, (basis, target))
+    assert weight_c.shape == (population.n_individuals, space.rank)
+    torch.testing.assert_close(coordinates @ weight_c.T + bias_c, x @ weight.T + bias, atol=1e-6, rtol=1e-6)
