@@ -61,6 +61,11 @@ class CoordinateReading(Protocol):
     def lift(self, fit: LinearFit) -> LinearFit:
         """A linear fit of the coordinates as the same map of the whole release."""
 
+    @property
+    def hull(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(V, t) float32 where every release is t + V c up to clipping, so that an attack of any kind loses
+        nothing reading the coordinates (x - t) V; None otherwise."""
+
 
 class CoordinateSource(Protocol):
     """Shadow releases read in coordinates that lose nothing a linear map of the release can use

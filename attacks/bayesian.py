@@ -6,7 +6,10 @@ population: the minimiser of the expected cross-entropy is the posterior P(b_k =
 (Lemma 3), so its scores are posterior log-odds.  Orientation needs no choice: the training
 objective itself makes higher = more likely member.  The network trains and scores on the
 attack's device (:meth:`BayesianAttack.set_device`, default the CPU); its shadow releases are
-simulated as on the CPU, so they do not depend on the device.
+simulated as on the CPU, so they do not depend on the device.  Where every release lies on the candidates' affine
+hull t + span(V) up to clipping (noise in their row space, time-sharing; ``AttackKnowledge.coordinates``), the
+network reads the row-space coordinates (x - t) V, which lose nothing of x, and its widths scale with their number
+r <= K - 1 instead of |Q| (:class:`bngp.attacks.network.AttackerSpec`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class BayesianAttack(Attack):
         self.attacker_: Attacker | None = None
         self._rows: dict[bytes, int] = {}
         self._warm_fit: tuple[LinearFit, LearningCurve | None] | None = None
+        self.reading_: str | None = None
 
     def use_ridge_fit(self, fit: LinearFit, curve: LearningCurve | None = None) -> "BayesianAttack":
         """Start the next :meth:`fit` from ``fit`` (a ridge map from the release to the memberships
@@ -82,9 +86,14 @@ class BayesianAttack(Attack):
         population = np.asarray(knowledge.population, dtype=np.uint8)
         theta = np.asarray(knowledge.membership_prior, dtype=np.float64)
         n_individuals = population.shape[0]
+        reading = knowledge.coordinates.reading if knowledge.coordinates is not None else None
+        hull = reading.hull if reading is not None else None
+        #: what the network read of the releases: None for the release itself, or its row-space coordinates.
+        self.reading_ = None if hull is None else f"row-space coordinates ({reading.width} values)"
         with PooledSampler(knowledge.simulate, seed, self.config.batch_size * 25) as sample:
             n_outputs = int(sample(1)[0].shape[1])  # the release width (composed mechanisms are wider)
-            spec = AttackerSpec(n_outputs, n_individuals, init=self.config.init)
+            spec = AttackerSpec(n_outputs, n_individuals, init=self.config.init) if hull is None else \
+                AttackerSpec(reading.width, n_individuals, init=self.config.init, release_width=n_outputs)
             self.attacker_ = train_attacker(
                 sample,
                 spec,
@@ -97,6 +106,7 @@ class BayesianAttack(Attack):
                 description="bayesian attacker",
                 device=self.device,
                 warm_fit=self._warm_fit if self.config.init == "shadow-ridge" else None,
+                reading=hull,
             )
         self._rows = {row.tobytes(): i for i, row in enumerate(population)}
 
@@ -110,6 +120,8 @@ class BayesianAttack(Attack):
                 record["learning_curve"] = warm_start["learning_curve"]
         if self.attacker_ is not None and self.attacker_.training_curve is not None:
             record["training_curve"] = self.attacker_.training_curve
+        if self.reading_ is not None:
+            record["reading"] = self.reading_
         return record
 
     def score(self, targets: np.ndarray, releases: np.ndarray) -> np.ndarray:
@@ -117,10 +129,9 @@ class BayesianAttack(Attack):
             raise InputError("the bayesian attack must be fitted before scoring.")
         targets = np.asarray(targets, dtype=np.uint8)
         releases = np.atleast_2d(np.asarray(releases, dtype=np.float32))
-        if releases.ndim != 2 or releases.shape[1] != self.attacker_.spec.n_outputs:
-            raise DataFormatError(
-                f"`releases` must have {self.attacker_.spec.n_outputs} columns, got {releases.shape[1]}."
-            )
+        width = self.attacker_.spec.release_width or self.attacker_.spec.n_outputs
+        if releases.ndim != 2 or releases.shape[1] != width:
+            raise DataFormatError(f"`releases` must have {width} columns, got {releases.shape[1]}.")
         try:
             columns = np.array([self._rows[row.tobytes()] for row in targets])
         except KeyError as exc:

@@ -191,8 +191,9 @@ class Attacker(nn.Module):
         self.read_basis, self.read_target = basis, target
 
     def read(self, x: torch.Tensor) -> torch.Tensor:
-        """What H reads of releases x: x itself, or (x - t) V (:meth:`read_coordinates`)."""
-        if self.read_basis is None:
+        """What H reads of releases x: x itself, or (x - t) V (:meth:`read_coordinates`); x itself when it is
+        already r wide (the coordinates, formed directly)."""
+        if self.read_basis is None or x.shape[1] == self.spec.n_outputs:
             return x
         return (x - self.read_target) @ self.read_basis
 

@@ -193,8 +193,10 @@ def train_attacker(
     description: str = "fresh attacker",
     device: DeviceName | torch.device = "cpu",
     warm_fit: tuple[LinearFit, LearningCurve | None] | None = None,
+    reading: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> Attacker:
-    """Train a new attacker for up to ``config.steps`` steps on batches from ``sample``.
+    """Train a new attacker for up to ``config.steps`` steps on batches from ``sample``; with ``reading`` = (V, t)
+    (``spec.release_width`` set) it reads the releases' row-space coordinates (:meth:`Attacker.read_coordinates`).
 
     With ``spec.init == "shadow-ridge"`` (default) the linear head is first set to a ridge
     regression of memberships on releases drawn from ``sample`` (the linear least-squares
@@ -227,6 +229,8 @@ def train_attacker(
     with seeded_torch(seed):
         attacker = Attacker(spec)
     attacker.to(device)
+    if reading is not None:
+        attacker.read_coordinates(*(tensor.to(device) for tensor in reading))
     if spec.init == "reconstruction":
         attacker.initialise_from_population(population, n_members, theta)
     validation_x, validation_b = draw(config.validation_draws)

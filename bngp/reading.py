@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from bngp.data.geometry import PopulationSpace, shaping_applies
+from bngp.data.geometry import PopulationSpace, clip_coordinates, shaping_applies
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.defenses.base import Defense
@@ -43,10 +43,17 @@ _DRAW_BLOCK = 4096
 class ReleaseReading:
     """What the converged linear attack reads of a release instead of its |Q| values: the candidates' row-space
     coordinates V^T (x - t), or V^T (w o (x - t)) for the attribute weights w of ``weights``
-    (:func:`release_coordinates`)."""
+    (:func:`release_coordinates`); ``on_hull``: every release lies on the affine hull t + span(V) up to clipping
+    (noise in the row space, time-sharing), so that no attack, linear or not, loses anything reading them."""
 
     space: PopulationSpace
     weights: np.ndarray | None = None
+    on_hull: bool = False
+
+    @property
+    def hull(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(V, t) as float32 tensors where the releases lie on the hull (``on_hull``), else None."""
+        return (self._basis, self._target) if self.on_hull else None
 
     @property
     def width(self) -> int:
@@ -113,12 +120,7 @@ class ReleaseReading:
         scales = torch.as_tensor(defense.direction_scales)
         coordinates = ((b.double() - theta) @ left).mul_(kept).add_(unit.mul_(scales))
         for start in range(0, coordinates.shape[0], _DRAW_BLOCK):
-            block = coordinates[start:start + _DRAW_BLOCK]
-            raw = (block.float() @ self._basis.T).add_(self._target)
-            moved = raw.clamp(0.0, 1.0).sub_(raw)  # what clipping moved: 0 on every attribute inside [0, 1]
-            clipped = torch.nonzero(moved.any(dim=0)).reshape(-1)  # the attributes clipped in some release of the block
-            if clipped.numel():
-                block += (moved[:, clipped] @ self._basis[clipped]).double()
+            clip_coordinates(coordinates[start:start + _DRAW_BLOCK], self._basis, self._target)
         return coordinates
 
 
@@ -175,7 +177,7 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
         captured = float(np.sum((space.basis.T @ inner) ** 2))
         if captured < inner.shape[1] * (1.0 - 1e-9):
             return None
-    return ReleaseReading(space, weights)
+    return ReleaseReading(space, weights, on_hull=shaped or sharing)
 
 
 @dataclass(eq=False)

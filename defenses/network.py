@@ -257,6 +257,20 @@ class Defender(nn.Module):
             else (coefficients @ self.noise_basis.T).double() - centred
         return deviation.add_(xi) if drawing else xi.double() + deviation
 
+    @torch.no_grad()
+    def row_space_coordinates(self, b: torch.Tensor, r: torch.Tensor, signal: torch.Tensor) -> torch.Tensor:
+        """For G releasing only in the row space (``spec.row_space_output``, with shrinkage and row-space noise): the
+        coordinates c of its release before clipping, x = t + V c, from ``signal`` = V^T (f(D) - t) (B, r) float32:
+        V^T (sigmoid(net([b, u]) (+ S b)) - 0.5) + diag(1 - alpha) signal + sigma o e.  The same release as
+        :meth:`forward` up to float32 rounding, with one product with V instead of four."""
+        if not (self.spec.row_space_output and self.shrink_weight is not None and self.noise_scale is not None):
+            raise InputError("only a defender with shrinkage and noise that releases in the row space has coordinates.")
+        z = self.net(torch.cat([b, r[:, : self.spec.noise_dim]], dim=1))
+        if self.skip is not None:
+            z = z + self.skip(b)
+        coordinates = z.sigmoid_().sub_(0.5) @ self.noise_basis
+        return coordinates.add_(signal * (1.0 - self.shrink_weight)).add_(self.noise_scale * r[:, self.spec.noise_dim :])
+
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then with full-rank noise e ~ N(0, I_|Q|), or e_j
         i.i.d. Laplace(1) (density exp(-|z|)/2) when ``spec.noise_law`` is "laplace".

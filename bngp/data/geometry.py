@@ -38,13 +38,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from bngp.errors import InputError
 from bngp.memory import require_memory
 from .bits import BitMatrix
 from .population import Population
 
-__all__ = ["THREAT_MODEL", "RANK_TOLERANCE", "PopulationSpace", "shaping_applies"]
+__all__ = ["THREAT_MODEL", "RANK_TOLERANCE", "PopulationSpace", "clip_coordinates", "shaping_applies"]
 
 #: the one sentence every report, help text and decision prints about noise shaped to the population.
 THREAT_MODEL = ("noise shaped to the population uses only the candidates in the population file (public, known to "
@@ -191,3 +192,16 @@ def shaping_applies(population: Population) -> bool:
     """Whether noise shaped to the population can save anything: the candidates' row space is smaller than
     the attributes that vary (K - 1 < |Q| up to constant attributes)."""
     return population.n_individuals - 1 < population.n_attributes
+
+
+def clip_coordinates(coordinates: torch.Tensor, basis: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The row-space coordinates V^T (clip(x, 0, 1) - t) of the clipped release of a release x = t + V c on the
+    affine hull (``coordinates`` c (B, r), in place; ``basis`` V (|Q|, r) and ``target`` t (|Q|) float32):
+    c + V^T (clip(x) - x).  One |Q|-wide product forms x; the second reads only the attributes some release of the
+    batch clips, since clip(x) - x is 0 on every other."""
+    raw = (coordinates.to(basis.dtype) @ basis.T).add_(target)
+    moved = raw.clamp(0.0, 1.0).sub_(raw)
+    clipped = torch.nonzero(moved.any(dim=0)).reshape(-1)
+    if clipped.numel():
+        coordinates += (moved[:, clipped] @ basis[clipped]).to(coordinates.dtype)
+    return coordinates

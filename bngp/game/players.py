@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
@@ -33,6 +33,7 @@ from bngp.attacks.per_individual_network import (
     PopulationBoundAttacker,
     prior_mean_frequencies,
 )
+from bngp.data.geometry import clip_coordinates
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior, UniformSubsetPrior
 from bngp.defenses.artifact import DefenderArtifact
@@ -366,6 +367,28 @@ class Players:
                           out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """What the in-game attacker reads of the releases of :meth:`release` (the same draws) and f(D)."""
         return self.release(b, r, generator, out, pooled=True)
+
+    def attacker_coordinates(self, b: torch.Tensor, r: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """What an attacker reading the row-space coordinates reads of the releases of (b, r)
+        (:attr:`reads_coordinates`): V^T (x - t) of the clipped release x, formed from the coordinates G releases
+        (:meth:`~bngp.defenses.network.Defender.row_space_coordinates`, V^T (f(D) - t) = (b - theta) Z V / N as
+        the memberships sum to N) and clipped (:func:`bngp.data.geometry.clip_coordinates`), without the
+        statistic's K x |Q| product or the whole release's other passes through the basis; written into ``out``."""
+        defender = self.defender
+        with torch.no_grad():
+            signal = (b - torch.as_tensor(self.theta, dtype=b.dtype, device=b.device)) @ self._candidate_coordinates
+            coordinates = clip_coordinates(defender.row_space_coordinates(b, r, signal), defender.noise_basis,
+                                           defender.shrink_target)
+        if out is None:
+            return coordinates
+        return out.copy_(coordinates)
+
+    @cached_property
+    def _candidate_coordinates(self) -> torch.Tensor:
+        """Z V / N (K, r) float32: each candidate's genotype row (the statistic of a dataset of that candidate alone,
+        f(e_k) = z_k) in the row-space basis, per member of a dataset of N."""
+        alone = self._part.statistic(torch.eye(self.population.n_individuals, device=self.device))
+        return (alone.to(torch.float32) @ self.defender.noise_basis) / self.n_members
 
     def utility(self, x: torch.Tensor, statistic: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(kappa-weighted, plain) utility losses over the learned mechanism's outputs x_L, the last

@@ -31,6 +31,8 @@ __all__ = ["SURFACE_DRAWS", "BudgetSurface", "defender_row_space_rank", "start_c
 
 #: calibration draws on which :class:`BudgetSurface` evaluates the closed-form loss.
 SURFACE_DRAWS = 256
+#: how close to the budget, relative, the surface puts the loss (far below the 0.1% it tolerates before moving G).
+_SURFACE_TOLERANCE = 1e-6
 
 
 def start_config(ranking: ReferenceRanking, config: GameConfig) -> GameConfig:
@@ -103,15 +105,34 @@ def _root_near(excess, guess: float, upper: float | None) -> float:
     return brentq(cached, low, high, xtol=1e-12, rtol=1e-9)
 
 
+def _secant_or_root(excess, at_zero: float, at_one: float, tolerance: float) -> float:
+    """A root of ``excess`` (increasing on [0, inf), ``at_zero`` < 0 and ``at_one`` its values at 0 and 1) to within
+    ``tolerance`` of 0: the chord through (0, at_zero) and (1, at_one), then one secant step from (1, at_one), each
+    kept when its value is within the tolerance; else :func:`_root_near` from the last point."""
+    guess = -at_zero / max(at_one - at_zero, 1e-300)
+    value = excess(guess)
+    if abs(value) <= tolerance:
+        return guess
+    if value != at_one:
+        step = guess - value * (guess - 1.0) / (value - at_one)
+        if step > 0.0:
+            value = excess(step)
+            if abs(value) <= tolerance:
+                return step
+            guess = step
+    return _root_near(excess, guess, None)
+
+
 @dataclass(frozen=True, eq=False)
 class BudgetSurface:
     """Holds the shrinkage-plus-noise part of G on its utility budget during training.
 
     After each defender update, G's per-attribute (or, in the row space, per-direction) part (shrinkage alpha
     towards t, noise scales sigma of law L) is moved back onto {alpha, sigma : E mean_j |clip(f(D) + alpha (t - f(D)) + sigma e) - f(D)| = U}
-    along the ray through the origin of its noise: sigma <- c sigma with c found by Brent's method on the
-    closed-form loss (:func:`bngp.defenses.shrinkage.clipped_deviation_loss`) over :data:`SURFACE_DRAWS`
-    calibration memberships; when the shrinkage alone costs more than U, sigma <- 0 and alpha <- c alpha.
+    along the ray through the origin of its noise: sigma <- c sigma with c found on the closed-form loss
+    (:func:`bngp.defenses.shrinkage.clipped_deviation_loss`) over :data:`SURFACE_DRAWS` calibration memberships,
+    to a relative 1e-6 (a chord, a secant step, then Brent's method if still needed); when the shrinkage alone
+    costs more than U, sigma <- 0 and alpha <- c alpha (Brent's method).
     The update thus moves the release along the budget surface, trading shrinkage for noise and noise
     between attributes, instead of off it and back (a Lagrange multiplier chasing the loss under Adam's
     steps of fixed size overshoots both ways).  G's network output is not part of the closed form; the
@@ -131,18 +152,24 @@ class BudgetSurface:
         basis = start.space.basis if isinstance(start, ShapedNoiseDefense) else None
         return cls(setting.statistics, start.target, start.law, float(budget), basis)
 
-    def _shift(self, shrink: np.ndarray) -> np.ndarray:
-        """The deterministic part of the deviation: alpha o (t - f(D)), or in the row space
-        V diag(1 - alpha) V^T (f(D) - t) - (f(D) - t) (the last one computed kept for its alpha; V^T (f(D) - t)
-        formed once)."""
+    def _shift(self, shrink: np.ndarray, factor: float = 1.0) -> np.ndarray:
+        """The deterministic part of the deviation at the shrinkage c alpha (c = ``factor``): c alpha o (t - f(D)), or
+        in the row space V diag(1 - c alpha) V^T (f(D) - t) - (f(D) - t) = D_0 - c V diag(alpha) V^T (f(D) - t),
+        linear in c (D_0 formed once, the product of the last alpha kept)."""
         if self.basis is None:
-            return shrink * (self.target - self.statistics)
+            return (factor * shrink) * (self.target - self.statistics)
         key = shrink.tobytes()
         if key not in self._shifts:
-            centred, coordinates = self._centred
             self._shifts.clear()
-            self._shifts[key] = (coordinates * (1.0 - shrink)) @ self.basis.T - centred
-        return self._shifts[key]
+            self._shifts[key] = (self._centred[1] * shrink) @ self.basis.T
+        return self._unshrunk - factor * self._shifts[key]
+
+    @cached_property
+    def _unshrunk(self) -> np.ndarray:
+        """D_0 = V V^T (f(D) - t) - (f(D) - t), the deviation without shrinkage or noise (0 up to rounding: f(D) - t
+        lies in the row space)."""
+        centred, coordinates = self._centred
+        return coordinates @ self.basis.T - centred
 
     @cached_property
     def _squared_basis(self) -> np.ndarray:
@@ -155,12 +182,12 @@ class BudgetSurface:
         centred = self.statistics - self.target
         return centred, centred @ self.basis
 
-    def loss(self, shrink: np.ndarray, scale: np.ndarray) -> float:
-        """The closed-form expected loss of (alpha, sigma) on the surface's draws; in the row space alpha and sigma
-        hold one value per direction, and attribute j's noise scale is sqrt(sum_i V_ji^2 sigma_i^2)."""
+    def loss(self, shrink: np.ndarray, scale: np.ndarray, factor: float = 1.0) -> float:
+        """The closed-form expected loss of (c alpha, sigma) (c = ``factor``) on the surface's draws; in the row space
+        alpha and sigma hold one value per direction, and attribute j's noise scale is sqrt(sum_i V_ji^2 sigma_i^2)."""
         if self.basis is not None:
             scale = np.sqrt(self._squared_basis @ scale**2)
-        return float(clipped_deviation_loss(self.law, self._shift(shrink), scale, self.statistics).mean())
+        return float(clipped_deviation_loss(self.law, self._shift(shrink, factor), scale, self.statistics).mean())
 
     @torch.no_grad()
     def project(self, defender: Defender) -> None:
@@ -174,12 +201,12 @@ class BudgetSurface:
         floor = self.loss(shrink, zero)
         if floor > self.budget or not np.any(scale > 0):
             if floor > self.budget:  # the loss of c alpha grows from 0 at c = 0 to floor at c = 1
-                factor = _root_near(lambda c: self.loss(c * shrink, zero) - self.budget, self.budget / floor, 1.0)
+                factor = _root_near(lambda c: self.loss(shrink, zero, c) - self.budget, self.budget / floor, 1.0)
                 shrink = factor * shrink
             scale = zero
         else:  # the loss of c sigma grows from floor at c = 0 through current at c = 1: start where a line says
-            factor = _root_near(lambda c: self.loss(shrink, c * scale) - self.budget,
-                                (self.budget - floor) / max(current - floor, 1e-300), None)
+            factor = _secant_or_root(lambda c: self.loss(shrink, c * scale) - self.budget, floor - self.budget,
+                                     current - self.budget, _SURFACE_TOLERANCE * self.budget)
             scale = factor * scale
         defender.shrink_weight.copy_(torch.as_tensor(shrink, dtype=defender.shrink_weight.dtype))
         defender.noise_scale.copy_(torch.as_tensor(scale, dtype=defender.noise_scale.dtype))

@@ -228,3 +228,27 @@ def test_the_budget_surface_root_is_brents_from_a_guessed_bracket() -> None:
         _root_near(lambda c: 0.1 * np.tanh(c) - 0.2, 0.5, None)
     with pytest.raises(InputError, match="utility budget"):
         _root_near(lambda c: c - 2.0, 0.5, 1.0)
+
+
+def test_the_budget_surface_takes_a_secant_step_before_brents_method() -> None:
+    """_secant_or_root: on an increasing function the chord's point or one secant step from (1, f(1)) is kept when
+    within the tolerance (counted evaluations: one or two), else Brent's method finishes to a relative 1e-9."""
+    from scipy.optimize import brentq
+
+    from bngp.game.start import _secant_or_root
+
+    calls = []
+
+    def excess(c: float) -> float:
+        calls.append(c)
+        return 0.3 * np.tanh(c) + 0.05 * c - 0.2
+
+    root = brentq(excess, 0.0, 10.0, xtol=1e-14)
+    calls.clear()
+    chord = _secant_or_root(excess, excess(0.0), excess(1.0), 0.05)
+    assert len(calls) == 3 and abs(excess(chord)) <= 0.05  # f(0), f(1), then the chord's point (f = 0.021) kept
+    calls.clear()
+    secant = _secant_or_root(excess, excess(0.0), excess(1.0), 1e-2)
+    assert len(calls) == 4 and abs(excess(secant)) <= 1e-2  # the chord's point missed, the secant step (-0.004) kept
+    exact = _secant_or_root(excess, excess(0.0), excess(1.0), 0.0)
+    assert exact == pytest.approx(root, rel=2e-9)

@@ -344,7 +344,8 @@ def test_a_shaped_defender_releases_only_in_the_row_space_and_is_refitted_there(
     """Started at a shaped reference, G's network output is projected onto the row space
     (DefenderSpec.row_space_output): with a moved output layer its release before clipping, f(D) + xi, still lies
     on t + span(V) (float32: 1e-6), the spec survives the artifact, the in-game attacker reads the r row-space
-    coordinates (its input, widths and head r wide) and its refit fits the ridge map of those coordinates."""
+    coordinates (its input, widths and head r wide), its refit fits the ridge map of those coordinates, and the
+    coordinates the refit forms directly are those of the clipped release (float32: 2e-5)."""
     import bngp.game.selection as selection
     from bngp.defenses.artifact import load_defender, save_defender
 
@@ -385,6 +386,9 @@ def test_a_shaped_defender_releases_only_in_the_row_space_and_is_refitted_there(
     coordinates = (releases - defender.shrink_target) @ defender.noise_basis
     with torch.no_grad():
         torch.testing.assert_close(game.players.attack(releases), attacker.head(coordinates) + attacker.net(coordinates))
+    # the refits' coordinates, formed without the whole release, are those of the clipped release (float32)
+    assert bool(((releases == 0) | (releases == 1)).any())  # clipping at work
+    torch.testing.assert_close(game.players.attacker_coordinates(b, r), coordinates, atol=2e-5, rtol=1e-4)
 
 
 def test_an_attacker_reading_coordinates_holds_a_map_of_the_whole_release() -> None:
