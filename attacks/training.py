@@ -293,30 +293,36 @@ def _warm_start_from_ridge(
     fitted here to convergence) as the attacker's head, recalibrated, or the population inversion
     when it validates better.  Its shadow releases are freed on return, before training starts."""
     validation_x, validation_b = validation
+
+    def read(n: int) -> tuple[torch.Tensor, torch.Tensor]:  # what the attacker reads (Attacker.read)
+        x, b = draw(n)
+        return attacker.read(x), b
+
     if warm_fit is not None:
         fit, curve = warm_fit
-        if tuple(fit.weights.shape) != (spec.n_outputs, spec.n_individuals):
+        widths = (spec.n_outputs, spec.release_width or spec.n_outputs)  # a map of the release is restricted
+        if tuple(fit.weights.shape) not in {(width, spec.n_individuals) for width in widths}:
             raise InputError(
                 f"the warm-start fit maps {tuple(fit.weights.shape)} (outputs, individuals); the attacker "
                 f"needs ({spec.n_outputs}, {spec.n_individuals})."
             )
-        x, b = draw(default_shadow_releases(spec.n_individuals, spec.n_outputs))  # for the block weights
+        x, b = read(default_shadow_releases(spec.n_individuals, spec.n_outputs))  # for the block weights
     elif config.shadow_releases is not None:
-        x, b = draw(config.shadow_releases)
-        fit, curve = fit_ridge(x, b, validation, prior_mean=theta), None
+        x, b = read(config.shadow_releases)
+        fit, curve = fit_ridge(x, b, (attacker.read(validation_x), validation_b), prior_mean=theta), None
     else:
         start = default_shadow_releases(spec.n_individuals, spec.n_outputs)
         maximum = max_shadow_releases(spec.n_individuals, spec.n_outputs)
-        draws = SharedDraws(draw)
+        draws = SharedDraws(read)
         fit, curve = fit_converged(
-            partial(fit_ridge, prior_mean=theta), draws, start=start, maximum=maximum, validation=validation,
-            helper=current_helper(),
+            partial(fit_ridge, prior_mean=theta), draws, start=start, maximum=maximum,
+            validation=(attacker.read(validation_x), validation_b), helper=current_helper(),
         )
         x, b = draws.first(start)  # the first shadow releases again, for the block weights
     attacker.initialise_from_ridge(fit, theta)
     attacker.calibrate_head(validation_x, validation_b)
     attacker.warm_start = {"fit": fit.describe(), "learning_curve": None if curve is None else curve.to_dict()}
-    if population is not None and spec.n_outputs % population.shape[1] == 0:
+    if population is not None and (spec.release_width or spec.n_outputs) % population.shape[1] == 0:
         prefer_population_inversion(attacker, population, n_members, theta, x, b, validation_x, validation_b)
 
 
