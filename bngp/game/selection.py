@@ -114,7 +114,7 @@ class Refits:
         """The K-output attacker's head on its input x: the ridge map, recalibrated, or the population inversion."""
         players = self.players
         read = players.attacker.read  # the releases, or their row-space coordinates (float32, as G's basis is)
-        fit = fit_ridge(read(x).double(), b, (read(validation_x).double(), validation_b), prior_mean=players.theta)
+        fit = fit_ridge(read(x), b, (read(validation_x), validation_b), prior_mean=players.theta)
         players.attacker.initialise_from_ridge(fit, players.theta)
         players.attacker.calibrate_head(validation_x, validation_b)
         prefer_population_inversion(
