@@ -40,6 +40,7 @@ __all__ = [
     "attacker_widths",
     "ridge_inversion",
     "block_inversion_head",
+    "restricted_to_hull",
     "INVERSION_GAIN",
     "ATTACKER_INITS",
     "AttackerInit",
@@ -110,6 +111,15 @@ def ridge_inversion(
 INVERSION_GAIN = 2.0
 
 
+def restricted_to_hull(weight: torch.Tensor | np.ndarray, bias: torch.Tensor | np.ndarray, basis: torch.Tensor,
+                       target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A linear map weight x + bias of releases x (weight (K, |Q|)) as the same map of the row-space coordinates
+    c_x = (x - t) V of releases on the affine hull x = t + V c_x: (weight V, bias + weight t), in float64."""
+    weight = torch.as_tensor(weight, dtype=torch.float64)
+    bias = torch.as_tensor(bias, dtype=torch.float64).to(weight.device)
+    return weight @ basis.double().to(weight.device), bias + weight @ target.double().to(weight.device)
+
+
 def block_inversion_head(
     genotypes: np.ndarray,
     n_members: float,
@@ -133,8 +143,7 @@ def block_inversion_head(
     """
     w, c = (torch.as_tensor(a, dtype=torch.float64).to(releases.device) for a in ridge_inversion(genotypes, n_members, theta))
     if reading is not None:
-        basis, target = (torch.as_tensor(a, dtype=torch.float64).to(releases.device) for a in reading)
-        w, c = w @ basis, c + w @ target
+        w, c = restricted_to_hull(w, c, *reading)
     n_attributes = w.shape[1]
     if releases.shape[1] % n_attributes:
         raise InputError(f"a release of {releases.shape[1]} outputs is not made of blocks of {n_attributes} frequencies.")
@@ -203,9 +212,7 @@ class Attacker(nn.Module):
         (weight K x |Q|) is set as the same map on the affine hull: weight V on the coordinates, bias + weight t."""
         head = self._require_head()
         if self.read_basis is not None and weight.shape[1] == self.read_basis.shape[0]:
-            weight = torch.as_tensor(weight, dtype=torch.float64)
-            bias = torch.as_tensor(bias, dtype=torch.float64) + weight @ self.read_target.double().to(weight.device)
-            weight = weight @ self.read_basis.double().to(weight.device)
+            weight, bias = restricted_to_hull(weight, bias, self.read_basis, self.read_target)
         with torch.no_grad():
             head.weight.copy_(torch.as_tensor(weight, dtype=torch.float32))
             head.bias.copy_(torch.as_tensor(bias, dtype=torch.float32))

@@ -254,9 +254,7 @@ def known_law_fit(defense: Defense, population: Population, n_members: int,
         signal = space.left[:, read] * (space.singular_values[read] * retained[read] / n_members)
         fit = whitened_map_of_law(signal, scales[read] ** 2 * variance, np.full(k, theta), prior_covariance,
                                   np.zeros(int(read.sum())))
-        weights = torch.zeros((space.rank, k), dtype=torch.float64)
-        weights[torch.as_tensor(read)] = fit.weights
-        return replace(fit, release_mean=torch.zeros(space.rank, dtype=torch.float64), weights=weights)
+        return _embedded(fit, read, np.zeros(space.rank))
     kept = defense.shrink < 1
     if not kept.any() or not np.all(defense.scale[kept] > 0):
         return None
@@ -270,9 +268,15 @@ def known_law_fit(defense: Defense, population: Population, n_members: int,
     signal = (genotypes - genotypes.mean(axis=0)) * ((1.0 - defense.shrink[kept]) / n_members)
     fit = whitened_map_of_law(signal, defense.scale[kept] ** 2 * variance, np.full(k, theta), prior_covariance,
                               defense.target[kept])
-    weights = torch.zeros((defense.target.size, k), dtype=torch.float64)
-    weights[torch.as_tensor(kept)] = fit.weights
-    return replace(fit, release_mean=torch.as_tensor(defense.target, dtype=torch.float64), weights=weights)
+    return _embedded(fit, kept, defense.target)
+
+
+def _embedded(fit: LinearFit, read: np.ndarray, release_mean: np.ndarray) -> LinearFit:
+    """``fit``, a map of the values selected by the mask ``read``, as the same map of all of them: weight 0 on the
+    others, whose centre is ``release_mean`` (the selected values' centre is the fit's own)."""
+    weights = torch.zeros((read.size, fit.weights.shape[1]), dtype=torch.float64)
+    weights[torch.as_tensor(read)] = fit.weights
+    return replace(fit, release_mean=torch.as_tensor(release_mean, dtype=torch.float64), weights=weights)
 
 
 def as_read(defense: Defense, population: Population, n_members: int,

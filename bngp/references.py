@@ -219,12 +219,8 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
     shrinkage-plus-noise mechanism it releases (:meth:`~bngp.defenses.trained.TrainedDefense.closed_form`).  Refused first, with
     :class:`bngp.errors.InsufficientMemoryError`, where it would not fit in the available memory
     (:func:`check_linear_attack_memory`)."""
-    check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
-    defense, coordinates = (defense, None) if whole else as_read(defense, population, n_members, space)
-    shadow_seed, test_seed = spawn_seeds(resolve_seed(seed), 2)
-    sample, prior = _sampler(population, n_members, defense, shadow_seed, coordinates)
-    test = _sampler(population, n_members, defense, test_seed, coordinates)[0](test_releases)
-    known = known_law_fit(defense, population, n_members, coordinates)
+    defense, coordinates, sample, prior, test, known = _reading(defense, population, n_members, seed, test_releases,
+                                                                space, whole)
     # in coordinates the curve may still draw as many shadow releases as the whole release's would
     k, width = population.n_individuals, population.n_attributes * defense.composition
     start, maximum = default_shadow_releases(k, width), max_shadow_releases(k, width)
@@ -247,14 +243,10 @@ def screening_score(defense: Defense, population: Population, n_members: int, se
     (:func:`bngp.linear.default_shadow_releases` of the width read: 2K releases in r <= K - 1 coordinates), which
     the converged fits, starting no lower, read at least as high up to the fits' own variation.
     :func:`rank_references` uses it to leave out references that cannot be the best."""
-    check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
-    defense, coordinates = (defense, None) if whole else as_read(defense, population, n_members, space)
-    shadow_seed, test_seed = spawn_seeds(resolve_seed(seed), 2)
-    test = _sampler(population, n_members, defense, test_seed, coordinates)[0](test_releases)
-    known = known_law_fit(defense, population, n_members, coordinates)
+    defense, coordinates, sample, prior, test, known = _reading(defense, population, n_members, seed, test_releases,
+                                                                space, whole)
     if known is not None:
         return _tested([known], 0, test, False)
-    sample, prior = _sampler(population, n_members, defense, shadow_seed, coordinates)
     width = coordinates.width if coordinates is not None else population.n_attributes * defense.composition
     releases = default_shadow_releases(population.n_individuals, width)
     validation = sample(_VALIDATION_RELEASES)
@@ -262,6 +254,20 @@ def screening_score(defense: Defense, population: Population, n_members: int, se
     fit = fit_ridge(x, b, validation, prior_mean=prior.marginals)
     del x, b
     return _tested([fit], releases, test, False)
+
+
+def _reading(defense: Defense, population: Population, n_members: int, seed: SeedLike, test_releases: int,
+             space: PopulationSpace | None, whole: bool):
+    """What :func:`linear_attack_score` and :func:`screening_score` share, after the memory check: the defense as
+    read and its reading (:func:`bngp.reading.as_read`, None with ``whole``), the shadow sampler and its prior, the
+    test releases (a stream of their own, so both read the same ones from the same ``seed``) and the known-law map
+    (:func:`known_law_fit`, or None)."""
+    check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
+    defense, coordinates = (defense, None) if whole else as_read(defense, population, n_members, space)
+    shadow_seed, test_seed = spawn_seeds(resolve_seed(seed), 2)
+    sample, prior = _sampler(population, n_members, defense, shadow_seed, coordinates)
+    test = _sampler(population, n_members, defense, test_seed, coordinates)[0](test_releases)
+    return defense, coordinates, sample, prior, test, known_law_fit(defense, population, n_members, coordinates)
 
 
 def _tested(fits: list[LinearFit], releases: int, test: tuple[torch.Tensor, torch.Tensor],

@@ -387,8 +387,8 @@ class Players:
     def _candidate_coordinates(self) -> torch.Tensor:
         """Z V / N (K, r) float32: each candidate's genotype row (the statistic of a dataset of that candidate alone,
         f(e_k) = z_k) in the row-space basis, per member of a dataset of N."""
-        alone = self._part.statistic(torch.eye(self.population.n_individuals, device=self.device))
-        return (alone.to(torch.float32) @ self.defender.noise_basis) / self.n_members
+        alone = torch.as_tensor(self.mechanism_genotypes(), dtype=torch.float32, device=self.device)
+        return (alone @ self.defender.noise_basis) / self.n_members
 
     def utility(self, x: torch.Tensor, statistic: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(kappa-weighted, plain) utility losses over the learned mechanism's outputs x_L, the last
