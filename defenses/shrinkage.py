@@ -46,7 +46,8 @@ from bngp.release.noise_law import NoiseLaw
 from .base import Defense, Guarantee
 from .calibration import gaussian_epsilon
 
-__all__ = ["NOISE_LAWS", "REPORTED_DELTA", "ShrinkNoiseDefense", "StatisticLevels", "clipped_deviation_loss"]
+__all__ = ["NOISE_LAWS", "REPORTED_DELTA", "ShrinkNoiseDefense", "StatisticLevels", "clipped_deviation_loss",
+           "clipped_deviation_loss_and_slopes"]
 
 #: the laws of the unit noise e.
 NOISE_LAWS = ("laplace", "gaussian")
@@ -63,18 +64,21 @@ def _check_law(law: str) -> str:
     return law
 
 
-def _cdf_and_partial_mean(law: str, z: np.ndarray, c: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """F(z) = P(D < z) and M(z) = E[D 1{D < z}] for D = c + s e, s > 0 (module docstring)."""
+def _cdf_and_partial_mean(law: str, z: np.ndarray, c: np.ndarray, s: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """F(z) = P(D < z), M(z) = E[D 1{D < z}] and psi(u) for D = c + s e, s > 0, u = (z - c) / s (module
+    docstring); psi is the density-like term with E[e 1{alpha < e < beta}] = psi(alpha) - psi(beta): the standard
+    normal density for Gaussian e, (1 + |u|) e^-|u| / 2 for Laplace e."""
     u = (z - c) / s
     if law == "gaussian":
         density = np.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
         cdf = ndtr(u)
-        return cdf, c * cdf - s * density
+        return cdf, c * cdf - s * density, density
     below = u <= 0
     tail = 0.5 * np.exp(-np.abs(u))
     cdf = np.where(below, tail, 1.0 - tail)
     mean = np.where(below, tail * (z - s), c - tail * (z + s))
-    return cdf, mean
+    return cdf, mean, tail * (1.0 + np.abs(u))
 
 
 def clipped_deviation_loss(law: str, shift: np.ndarray, scale: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
@@ -89,32 +93,69 @@ def clipped_deviation_loss(law: str, shift: np.ndarray, scale: np.ndarray, x_hat
     Returns:
         float64 array of the broadcast shape.
     """
+    return _clipped_deviation(law, shift, scale, x_hat, slope=False)[0]
+
+
+def clipped_deviation_loss_and_slopes(law: str, shift: np.ndarray, scale: np.ndarray, x_hat: np.ndarray
+                                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`clipped_deviation_loss` and its derivatives in the scale and in the shift, elementwise, from the same
+    pass.
+
+    With g the realised loss (module docstring), g' = -1 on (-x, 0), +1 on (0, 1 - x) and 0 outside, so with
+    u_z = (z - c) / s:
+    d/ds E g(c + s e) = E[g'(c + s e) e] = 2 psi(u_0) - psi(u_-x) - psi(u_1-x), psi the standard normal density for
+    Gaussian e and (1 + |u|) e^-|u| / 2 for Laplace e (E[e 1{a < e < b}] = psi(a) - psi(b));
+    d/dc E g(c + s e) = E g'(c + s e) = F(1 - x) + F(-x) - 2 F(0).
+    Where s = 0: the derivative in s is returned as 0 (a caller scaling every s by a factor multiplies it by s),
+    and the one in c is g'(c) (0 at the kinks c = 0, -x, 1 - x).  Returns (loss, d/ds, d/dc), float64 arrays of
+    the broadcast shape.
+    """
+    loss, slopes = _clipped_deviation(law, shift, scale, x_hat, slope=True)
+    return loss, *slopes
+
+
+def _clipped_deviation(law: str, shift, scale, x_hat, slope: bool
+                       ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """The loss (and, with ``slope``, its derivatives in s and c) of :func:`clipped_deviation_loss_and_slopes`.
+
+    Where the deviation's centre c lies more than _FAR[law] scales from the kink at 0 and from both bounds, the
+    loss is |c| and the derivatives 0 and sign(c) up to terms below the float64 rounding of |c| (the module
+    docstring's tails), as without noise; the closed form is evaluated only on the other entries: those the noise
+    carries across the kink alone (far from the bounds: E|c + s e| = E[D] - 2 M(0)) and those near a bound (the
+    whole form)."""
     law = _check_law(law)
     shift, scale, x_hat = np.broadcast_arrays(np.asarray(shift, np.float64), np.asarray(scale, np.float64),
                                               np.asarray(x_hat, np.float64))
     if np.any(scale < 0):
         raise InputError("noise scales must be >= 0.")
-    exact = np.abs(np.clip(x_hat + shift, 0.0, 1.0) - x_hat)
+    moved = x_hat + shift
+    loss = np.abs(np.clip(moved, 0.0, 1.0) - x_hat)
+    if slope:  # g'(c) where nothing reaches: sign(c) where x + c lies inside (0, 1), else 0
+        slopes = (np.zeros_like(loss), np.sign(shift))
+        np.multiply(slopes[1], (moved > 0.0) & (moved < 1.0), out=slopes[1])
+    else:
+        slopes = None
+    reach = _FAR[law] * scale
     noisy = scale > 0
-    if not noisy.any():
-        return exact
-    s = np.where(noisy, scale, 1.0)
-    # both bounds more than _FAR[law] scales from the deviation's centre: the clipped terms are below the rounding
-    # of the loss, which is then E|c + s e| (module docstring's M(0) terms alone)
-    far = noisy & (np.minimum(x_hat + shift, 1.0 - x_hat - shift) >= _FAR[law] * s)
-    loss = np.empty_like(exact)
+    near = noisy & (np.minimum(moved, 1.0 - moved) < reach)
+    far = noisy & ~near & (np.abs(shift) < reach)
     if far.any():
-        c, t = shift[far], s[far]
-        _, m_zero = _cdf_and_partial_mean(law, np.zeros_like(c), c, t)
-        loss[far] = c - 2.0 * m_zero  # E|D| = E[D] - 2 E[D 1{D < 0}]
-    near = ~far
+        c, t = shift[far], scale[far]
+        f_zero, m_zero, psi_zero = _cdf_and_partial_mean(law, np.zeros_like(c), c, t)
+        loss[far] = np.maximum(c - 2.0 * m_zero, 0.0)  # E|D| = E[D] - 2 E[D 1{D < 0}]
+        if slope:
+            slopes[0][far] = 2.0 * psi_zero
+            slopes[1][far] = 1.0 - 2.0 * f_zero
     if near.any():
-        x, c, t = x_hat[near], shift[near], s[near]
-        f_low, m_low = _cdf_and_partial_mean(law, -x, c, t)
-        _, m_zero = _cdf_and_partial_mean(law, np.zeros_like(x), c, t)
-        f_high, m_high = _cdf_and_partial_mean(law, 1.0 - x, c, t)
-        loss[near] = m_high - 2.0 * m_zero + m_low + x * f_low + (1.0 - x) * (1.0 - f_high)
-    return np.where(noisy, np.maximum(loss, 0.0), exact)
+        x, c, t = x_hat[near], shift[near], scale[near]
+        f_low, m_low, psi_low = _cdf_and_partial_mean(law, -x, c, t)
+        f_zero, m_zero, psi_zero = _cdf_and_partial_mean(law, np.zeros_like(x), c, t)
+        f_high, m_high, psi_high = _cdf_and_partial_mean(law, 1.0 - x, c, t)
+        loss[near] = np.maximum(m_high - 2.0 * m_zero + m_low + x * f_low + (1.0 - x) * (1.0 - f_high), 0.0)
+        if slope:
+            slopes[0][near] = 2.0 * psi_zero - psi_low - psi_high
+            slopes[1][near] = f_high + f_low - 2.0 * f_zero
+    return loss, slopes
 
 
 @dataclass(frozen=True, eq=False)

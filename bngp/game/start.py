@@ -21,7 +21,7 @@ from bngp.data.population import Population
 from bngp.defenses.budget import BudgetSetting
 from bngp.defenses.network import Defender
 from bngp.defenses.shaped import ShapedNoiseDefense
-from bngp.defenses.shrinkage import ShrinkNoiseDefense, clipped_deviation_loss
+from bngp.defenses.shrinkage import ShrinkNoiseDefense, clipped_deviation_loss, clipped_deviation_loss_and_slopes
 from bngp.errors import InputError
 from bngp.references import ReferenceRanking
 
@@ -33,6 +33,9 @@ __all__ = ["SURFACE_DRAWS", "BudgetSurface", "defender_row_space_rank", "start_c
 SURFACE_DRAWS = 256
 #: how close to the budget, relative, the surface puts the loss (far below the 0.1% it tolerates before moving G).
 _SURFACE_TOLERANCE = 1e-6
+#: the Newton steps :meth:`BudgetSurface.project` takes on a factor of the noise or of the shrinkage before its
+#: bracketing root finders.
+_NEWTON_STEPS = 3
 
 
 def start_config(ranking: ReferenceRanking, config: GameConfig) -> GameConfig:
@@ -131,8 +134,10 @@ class BudgetSurface:
     towards t, noise scales sigma of law L) is moved back onto {alpha, sigma : E mean_j |clip(f(D) + alpha (t - f(D)) + sigma e) - f(D)| = U}
     along the ray through the origin of its noise: sigma <- c sigma with c found on the closed-form loss
     (:func:`bngp.defenses.shrinkage.clipped_deviation_loss`) over :data:`SURFACE_DRAWS` calibration memberships,
-    to a relative 1e-6 (a chord, a secant step, then Brent's method if still needed); when the shrinkage alone
-    costs more than U, sigma <- 0 and alpha <- c alpha (Brent's method).
+    to a relative 1e-6 (Newton's method from c = 1 on the closed form's derivative in the scale, at most
+    :data:`_NEWTON_STEPS` steps; else a chord, a secant step, then Brent's method); when the shrinkage alone
+    costs more than U, sigma <- 0 and alpha <- c alpha (Newton's method on the derivative in c likewise, else
+    Brent's method).
     The update thus moves the release along the budget surface, trading shrinkage for noise and noise
     between attributes, instead of off it and back (a Lagrange multiplier chasing the loss under Adam's
     steps of fixed size overshoots both ways).  G's network output is not part of the closed form; the
@@ -189,19 +194,59 @@ class BudgetSurface:
             scale = np.sqrt(self._squared_basis @ scale**2)
         return float(clipped_deviation_loss(self.law, self._shift(shrink, factor), scale, self.statistics).mean())
 
+    def loss_and_slopes(self, shrink: np.ndarray, scale: np.ndarray, factor: float = 1.0) -> tuple[float, float, float]:
+        """:meth:`loss` of (c alpha, sigma) (c = ``factor``) and its derivatives d/dk loss(c alpha, k sigma) at k = 1
+        (the mean of s_j dE_j/ds_j, s_j the attribute's scale, which k scales too) and d/dc loss(c alpha, sigma)
+        (the mean of dE_j/dc_j times the shift's derivative in c), from one pass of
+        :func:`bngp.defenses.shrinkage.clipped_deviation_loss_and_slopes`."""
+        if self.basis is not None:
+            scale = np.sqrt(self._squared_basis @ scale**2)
+        loss, by_scale, by_shift = clipped_deviation_loss_and_slopes(self.law, self._shift(shrink, factor), scale,
+                                                                     self.statistics)
+        moved = shrink * (self.target - self.statistics) if self.basis is None else -self._shifts[shrink.tobytes()]
+        return float(loss.mean()), float((by_scale * scale).mean()), float((by_shift * moved).mean())
+
+    def _newton(self, evaluate, value: float, slope: float) -> float | None:
+        """c with |loss(c) - U| within the surface's tolerance, by Newton's method from c = 1 (``value`` = loss(1),
+        ``slope`` its derivative; ``evaluate``(c) gives (loss(c), its derivative)) in at most :data:`_NEWTON_STEPS`
+        steps; None when a step leaves c > 0 or a derivative is not positive."""
+        factor = 1.0
+        for _ in range(_NEWTON_STEPS):
+            if not slope > 0.0:
+                return None
+            factor -= (value - self.budget) / slope
+            if not factor > 0.0:
+                return None
+            value, slope = evaluate(factor)
+            if abs(value - self.budget) <= _SURFACE_TOLERANCE * self.budget:
+                return factor
+        return None
+
     @torch.no_grad()
     def project(self, defender: Defender) -> None:
         """Move G's (alpha, sigma) onto the budget (class docstring); nothing when already within 0.1%."""
         shrink = defender.shrink_weight.detach().double().cpu().numpy()
         scale = defender.noise_scale.detach().double().cpu().numpy()
-        current = self.loss(shrink, scale)
+        current, by_scale, _ = self.loss_and_slopes(shrink, scale)
         if abs(current - self.budget) <= 1e-3 * self.budget:
             return
+        noisy = bool(np.any(scale > 0))
+
+        def scaled(c: float) -> tuple[float, float]:  # d/dc loss(alpha, c sigma) = (d/dk loss(alpha, k c sigma)) / c
+            value, slope, _ = self.loss_and_slopes(shrink, c * scale)
+            return value, slope / c
+
+        factor = self._newton(scaled, current, by_scale) if noisy else None
+        if factor is not None:
+            defender.noise_scale.copy_(torch.as_tensor(factor * scale, dtype=defender.noise_scale.dtype))
+            return
         zero = np.zeros_like(scale)
-        floor = self.loss(shrink, zero)
-        if floor > self.budget or not np.any(scale > 0):
+        floor, _, by_shrink = self.loss_and_slopes(shrink, zero)
+        if floor > self.budget or not noisy:
             if floor > self.budget:  # the loss of c alpha grows from 0 at c = 0 to floor at c = 1
-                factor = _root_near(lambda c: self.loss(shrink, zero, c) - self.budget, self.budget / floor, 1.0)
+                factor = self._newton(lambda c: self.loss_and_slopes(shrink, zero, c)[::2], floor, by_shrink)
+                if factor is None:
+                    factor = _root_near(lambda c: self.loss(shrink, zero, c) - self.budget, self.budget / floor, 1.0)
                 shrink = factor * shrink
             scale = zero
         else:  # the loss of c sigma grows from floor at c = 0 through current at c = 1: start where a line says

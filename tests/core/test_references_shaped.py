@@ -99,7 +99,8 @@ def test_shaped_references_join_the_ranking_only_below_full_rank(narrow, wide_po
 
 def test_a_defender_holds_a_shaped_start_and_its_budget(narrow) -> None:
     """G started at a shaped reference releases t + (1 - a)(f(D) - t) + V (w o e) for the unit draws e of its
-    randomness (float32: 1e-6); moved off its budget, the surface scales sigma back onto it (closed form, 1e-3)."""
+    randomness (float32: 1e-6); moved off its budget, the surface scales sigma back onto it (closed form, 1e-3), with the loss's derivatives in
+    the factors of sigma and of alpha equal to their finite differences."""
     population, setting = narrow
     budget = setting.resolve("0.875x")
     reference = shaped_at_budget(setting, budget, 0.3, "eigen")
@@ -125,6 +126,13 @@ def test_a_defender_holds_a_shaped_start_and_its_budget(narrow) -> None:
     surface.project(defender)
     shrink = defender.shrink_weight.detach().double().numpy()
     assert surface.loss(shrink, defender.noise_scale.detach().double().numpy()) == pytest.approx(budget.value, rel=1e-3)
+    # the derivative in the noise's factor, per direction mapped to attributes: the central finite difference
+    sigma = 1.3 * defender.noise_scale.detach().double().numpy()
+    _, slope, by_shrink = surface.loss_and_slopes(shrink, sigma)
+    finite = (surface.loss(shrink, (1 + 1e-5) * sigma) - surface.loss(shrink, (1 - 1e-5) * sigma)) / 2e-5
+    assert slope > 0 and slope == pytest.approx(finite, rel=1e-6)
+    finite = (surface.loss(shrink, sigma, 1 + 1e-5) - surface.loss(shrink, sigma, 1 - 1e-5)) / 2e-5
+    assert by_shrink > 0 and by_shrink == pytest.approx(finite, rel=1e-6)
 
 
 def test_a_defender_holds_the_row_space_optimum(narrow) -> None:

@@ -49,18 +49,42 @@ def test_clipped_loss_matches_monte_carlo(law) -> None:
 def test_clipped_loss_far_from_the_bounds_is_the_whole_closed_form(law) -> None:
     """Where both bounds lie more than 9 (Gaussian) or 44 (Laplace) scales away, clipped_deviation_loss drops the
     clipped terms; on 200,000 draws spanning near and far (scales 1e-4 to 0.3) it equals the whole closed form of
-    the module docstring evaluated everywhere (relative 1e-14)."""
+    the module docstring evaluated everywhere (relative 1e-13: where the noise reaches neither the bounds nor 0 the loss
+    is |c|, to which the whole form rounds)."""
     from bngp.defenses.shrinkage import _cdf_and_partial_mean
 
     rng = np.random.default_rng(1)
     x, c, s = rng.uniform(0, 1, 200_000), rng.normal(0, 0.05, 200_000), 10 ** rng.uniform(-4, -0.5, 200_000)
-    f_low, m_low = _cdf_and_partial_mean(law, -x, c, s)
-    _, m_zero = _cdf_and_partial_mean(law, np.zeros_like(x), c, s)
-    f_high, m_high = _cdf_and_partial_mean(law, 1.0 - x, c, s)
+    f_low, m_low, _ = _cdf_and_partial_mean(law, -x, c, s)
+    _, m_zero, _ = _cdf_and_partial_mean(law, np.zeros_like(x), c, s)
+    f_high, m_high, _ = _cdf_and_partial_mean(law, 1.0 - x, c, s)
     whole = np.maximum(m_high - 2.0 * m_zero + m_low + x * f_low + (1.0 - x) * (1.0 - f_high), 0.0)
     far = np.minimum(x + c, 1 - x - c) >= (9.0 if law == "gaussian" else 44.0) * s
     assert 0.2 < far.mean() < 0.8  # both branches are exercised
-    np.testing.assert_allclose(clipped_deviation_loss(law, c, s, x), whole, rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(clipped_deviation_loss(law, c, s, x), whole, rtol=1e-13, atol=1e-300)
+
+
+@pytest.mark.parametrize("law", ["laplace", "gaussian"])
+def test_clipped_loss_slopes_are_its_derivatives(law) -> None:
+    """clipped_deviation_loss_and_slopes: the same loss, and derivatives in the scale and in the shift equal to the
+    central finite differences of the loss (steps 1e-6 of s; relative 1e-5), near and far from the bounds; where
+    s = 0, 0 in the scale and g'(c) in the shift (-1, +1, or 0 where the clipped release does not move)."""
+    from bngp.defenses.shrinkage import clipped_deviation_loss_and_slopes
+
+    rng = np.random.default_rng(2)
+    x, c, s = rng.uniform(0, 1, 20_000), rng.normal(0, 0.05, 20_000), 10 ** rng.uniform(-3, -0.3, 20_000)
+    loss, by_scale, by_shift = clipped_deviation_loss_and_slopes(law, c, s, x)
+    np.testing.assert_array_equal(loss, clipped_deviation_loss(law, c, s, x))
+    h = 1e-6 * s
+    finite = (clipped_deviation_loss(law, c, s + h, x) - clipped_deviation_loss(law, c, s - h, x)) / (2 * h)
+    assert np.abs(by_scale).max() > 0.1
+    np.testing.assert_allclose(by_scale, finite, rtol=1e-5, atol=1e-7)
+    finite = (clipped_deviation_loss(law, c + h, s, x) - clipped_deviation_loss(law, c - h, s, x)) / (2 * h)
+    assert by_shift.min() < -0.5 and by_shift.max() > 0.5
+    np.testing.assert_allclose(by_shift, finite, rtol=1e-5, atol=1e-7)
+    x, c = np.array([0.5, 0.5, 0.1, 0.9]), np.array([-0.2, 0.2, -0.3, 0.2])
+    _, by_scale, by_shift = clipped_deviation_loss_and_slopes(law, c, np.zeros(4), x)
+    assert not by_scale.any() and by_shift.tolist() == [-1.0, 1.0, 0.0, 0.0]
 
 
 def test_clipped_loss_reduces_to_the_unclipped_forms_and_to_the_exact_shift() -> None:
