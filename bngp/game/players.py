@@ -368,6 +368,15 @@ class Players:
         """What the in-game attacker reads of the releases of :meth:`release` (the same draws) and f(D)."""
         return self.release(b, r, generator, out, pooled=True)
 
+    def attacker_draws(self, b: torch.Tensor, r: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """What the in-game attacker reads of the releases of (b, r) without autograd, formed the cheapest way: the
+        row-space coordinates directly (:meth:`attacker_coordinates`) when it reads them (:attr:`reads_coordinates`),
+        else :meth:`attacker_release`'s releases; written into ``out`` when given."""
+        if self.reads_coordinates:
+            return self.attacker_coordinates(b, r, out)
+        with torch.no_grad():
+            return self.attacker_release(b, r, out=out)[0]
+
     def attacker_coordinates(self, b: torch.Tensor, r: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """What an attacker reading the row-space coordinates reads of the releases of (b, r)
         (:attr:`reads_coordinates`): V^T (x - t) of the clipped release x, formed from the coordinates G releases

@@ -93,19 +93,16 @@ class Refits:
         return x, b, (validation_x, validation_statistic, validation_b)
 
     def _attacker_releases(self, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """The releases of (b, r) as the in-game attacker reads them (:meth:`Players.attacker_release`), drawn
+        """The releases of (b, r) as the in-game attacker reads them (:meth:`Players.attacker_draws`), drawn
         by blocks of ``_REFIT_BLOCK`` rows, each written in place into one tensor.  With pooled copies
         only the pooled releases are formed (a whole composed refit set is 5,368 x 25,000 at paper
-        scale); an attacker reading the row-space coordinates gets them formed directly
-        (:meth:`Players.attacker_coordinates`)."""
+        scale); an attacker reading the row-space coordinates gets them formed directly."""
         players = self.players
-        coordinates = players.reads_coordinates
-        draw = players.attacker_coordinates if coordinates else players.attacker_release
-        x = torch.empty((b.shape[0], players.attacker_spec.n_outputs if coordinates else players.read_width),
+        x = torch.empty((b.shape[0], players.attacker_spec.n_outputs if players.reads_coordinates else players.read_width),
                         device=players.device)
         for start in range(0, b.shape[0], _REFIT_BLOCK):
             stop = min(start + _REFIT_BLOCK, b.shape[0])
-            draw(b[start:stop], r[start:stop], out=x[start:stop])
+            players.attacker_draws(b[start:stop], r[start:stop], out=x[start:stop])
         return x
 
     def _refit_population_attacker(

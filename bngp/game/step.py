@@ -44,8 +44,7 @@ class TrainingStep:
         with players.timer("attacker steps"):
             for _ in range(config.attacker.steps):
                 b, r = players.draw(config.batch_size)
-                with torch.no_grad():
-                    x, _ = players.attacker_release(b, r)
+                x = players.attacker_draws(b, r)
                 individuals = players.draw_individuals()
                 targets = b if individuals is None else b[:, individuals]
                 attacker_loss = F.binary_cross_entropy_with_logits(players.attack(x, individuals), targets)
