@@ -40,7 +40,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.optimize import brentq
 
 from bngp.data.geometry import PopulationSpace
 from bngp.data.population import Population
@@ -208,20 +207,21 @@ class BudgetSetting:
                               budget.value / float(np.mean(shape)))
 
     def scaled_to(self, build, budget: UtilityBudget, high: float) -> ShrinkNoiseDefense:
-        """``build(c)`` at the c > 0 whose expected loss is the budget (Brent's method, bracket grown from
-        ``high``); ``build(0)`` must be within the budget and the loss must grow with c.  Where ``build(0)``
-        spends the budget already (one shrinkage a = U / L0 costs exactly U), ``build(0)``."""
+        """``build(c)`` at the c > 0 whose expected loss is the budget, to a relative 1e-12 in c; ``build(c)`` must
+        scale every noise scale of ``build(1)`` by c, ``build(0)`` must be within the budget and the loss must grow
+        with c.  Newton's steps on the closed form's derivative in c
+        (:meth:`~bngp.defenses.shrinkage.ShrinkNoiseDefense.expected_loss_and_slope`) from ``high``, kept inside the
+        bracket the values give (:func:`_newton_from`).  Where ``build(0)`` spends the budget
+        already (one shrinkage a = U / L0 costs exactly U), ``build(0)``."""
 
-        def excess(factor: float) -> float:
-            return self.loss(build(factor)) - budget.value
+        def excess(factor: float) -> tuple[float, float]:
+            """The loss of build(c) less the budget, and its derivative in c."""
+            loss, slope = build(factor).expected_loss_and_slope(self.levels)
+            return loss - budget.value, slope / factor
 
-        if excess(0.0) >= 0:  # build(0) spends the budget already (within the callers' tolerance of 1e-9)
+        if self.loss(build(0.0)) - budget.value >= 0:  # build(0) spends the budget already (within 1e-9)
             return build(0.0)
-        while excess(high) < 0:
-            high *= 2.0
-            if high > 1e12:
-                raise InputError(f"no noise scale reaches the budget {budget.value:.5g}.")
-        return build(brentq(excess, 0.0, high, xtol=1e-14, rtol=1e-12))
+        return build(_newton_from(excess, high, budget.value))
 
     @property
     def space(self) -> PopulationSpace:
@@ -231,6 +231,32 @@ class BudgetSetting:
             cached = PopulationSpace.of(self.population, self.n_members)
             object.__setattr__(self, "_space", cached)
         return cached
+
+
+def _newton_from(excess, point: float, budget: float) -> float:
+    """The root of an increasing ``excess`` (c -> (value, derivative)) on (0, inf), negative at 0: Newton's steps from
+    ``point``, each kept inside the bracket the values so far give (its midpoint, or twice the point while nothing
+    above the root is known, where a step would leave it), until a step is below 1e-14 + 1e-12 c (the tolerances
+    Brent's method had).  A root beyond 1e12 is refused (no noise scale reaches ``budget``)."""
+    low, high = 0.0, math.inf
+    value, slope = excess(point)
+    for _ in range(200):
+        if value == 0.0:
+            return point
+        if value < 0:
+            low = point
+        else:
+            high = point
+        step = point - value / slope if slope > 0 else math.nan
+        if not low < step < high:
+            step = 0.5 * (low + high) if math.isfinite(high) else 2.0 * point
+        if step > 1e12:
+            raise InputError(f"no noise scale reaches the budget {budget:.5g}.")
+        if abs(step - point) <= 1e-14 + 1e-12 * abs(step) or (high < math.inf and high - low <= 1e-14 + 1e-12 * high):
+            return step
+        point = step
+        value, slope = excess(point)
+    return point
 
 
 def dp_at_budget(setting: BudgetSetting, budget: UtilityBudget, law: str = "laplace") -> ShrinkNoiseDefense:

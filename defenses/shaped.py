@@ -48,7 +48,8 @@ from bngp.errors import InputError
 from bngp.release.noise_law import NoiseLaw
 from .base import Defense, Guarantee
 from .calibration import gaussian_epsilon
-from .shrinkage import REPORTED_DELTA, ShrinkNoiseDefense, StatisticLevels, clipped_deviation_loss
+from .shrinkage import (REPORTED_DELTA, ShrinkNoiseDefense, StatisticLevels, clipped_deviation_loss,
+                        clipped_deviation_loss_and_slopes)
 
 __all__ = ["WEIGHTINGS", "ShapedNoiseDefense", "ProjectedDefense", "direction_weights", "pairwise_sensitivity"]
 
@@ -169,6 +170,19 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         if self._shift is None or self._shift.shape != x_hat.shape:
             self._shift = self.signal_shift(x_hat)
         return float(clipped_deviation_loss("gaussian", self._shift, self.scale, x_hat).mean())
+
+    def expected_loss_and_slope(self, x_hat: np.ndarray | StatisticLevels) -> tuple[float, float]:
+        """:meth:`expected_loss` and its derivative in a common factor of the scales, at 1 (the parent's, with the
+        shift of :meth:`signal_shift` where the shrinkage differs between directions)."""
+        if self.uniform:
+            return super().expected_loss_and_slope(x_hat)
+        if isinstance(x_hat, StatisticLevels):
+            x_hat = x_hat.statistics
+        x_hat = np.asarray(x_hat, dtype=np.float64)
+        if self._shift is None or self._shift.shape != x_hat.shape:
+            self._shift = self.signal_shift(x_hat)
+        loss, by_scale, _ = clipped_deviation_loss_and_slopes("gaussian", self._shift, self.scale, x_hat)
+        return float(loss.mean()), float((by_scale * self.scale).mean())
 
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         rows, width = x_hat.shape

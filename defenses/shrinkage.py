@@ -246,6 +246,20 @@ class ShrinkNoiseDefense(Defense):
         shift = self.shrink * (self.target - x_hat)
         return float(clipped_deviation_loss(self.law, shift, self.scale, x_hat).mean())
 
+    def expected_loss_and_slope(self, x_hat: np.ndarray | StatisticLevels) -> tuple[float, float]:
+        """:meth:`expected_loss` and its derivative d/dk, at k = 1, of the loss of the same mechanism with every
+        scale times k: the mean of s_j dE_j/ds_j (:func:`clipped_deviation_loss_and_slopes`)."""
+        if isinstance(x_hat, StatisticLevels):
+            columns, values = x_hat.columns, x_hat.values
+            scale = self.scale[columns]
+            loss, by_scale, _ = clipped_deviation_loss_and_slopes(
+                self.law, self.shrink[columns] * (self.target[columns] - values), scale, values)
+            return x_hat.mean(loss), x_hat.mean(by_scale * scale)
+        x_hat = np.asarray(x_hat, dtype=np.float64)
+        loss, by_scale, _ = clipped_deviation_loss_and_slopes(self.law, self.shrink * (self.target - x_hat),
+                                                              self.scale, x_hat)
+        return float(loss.mean()), float((by_scale * self.scale).mean())
+
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         rows, width = x_hat.shape
         if width != self.target.size:

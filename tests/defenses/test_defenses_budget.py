@@ -136,6 +136,33 @@ def test_references_spend_exactly_the_budget(kind, options, fraction, wide_setti
     assert wide_setting.measured_loss(defense) == pytest.approx(budget.value, rel=0.02)
 
 
+def test_the_budget_root_is_newtons_kept_in_its_bracket() -> None:
+    """_newton_from: the root of an increasing function (0.3 tanh(c) + 0.05 c - 0.2, found by Brent's method to
+    1e-15) to a relative 1e-11 from starts below and above it, in fewer evaluations than Brent's method to the same
+    tolerance; a derivative of 0 falls back to doubling, then bisection; a function that never reaches 0 is refused
+    with a typed error."""
+    from scipy.optimize import brentq
+
+    from bngp.defenses.budget import _newton_from
+
+    calls = []
+
+    def excess(c: float) -> tuple[float, float]:
+        calls.append(c)
+        return 0.3 * np.tanh(c) + 0.05 * c - 0.2, 0.3 / np.cosh(c) ** 2 + 0.05
+
+    root = brentq(lambda c: excess(c)[0], 0.0, 10.0, xtol=1e-15, rtol=1e-15)
+    brent = brentq(lambda c: excess(c)[0], 0.0, 10.0, xtol=1e-14, rtol=1e-12, full_output=True)[1].function_calls
+    for start in (0.05, 0.8, 7.0):
+        calls.clear()
+        assert _newton_from(excess, start, 0.2) == pytest.approx(root, rel=1e-11)
+        assert len(calls) < brent
+    flat = _newton_from(lambda c: (excess(c)[0], 0.0), 0.1, 0.2)
+    assert flat == pytest.approx(root, rel=1e-11)
+    with pytest.raises(InputError, match="no noise scale reaches the budget"):
+        _newton_from(lambda c: (0.1 * np.tanh(c) - 0.2, 0.1 / np.cosh(c) ** 2), 0.5, 0.2)
+
+
 def test_time_sharing_releases_the_data_independent_statistic_with_probability_u_over_l0(wide_setting) -> None:
     budget = wide_setting.resolve("0.25x")
     defense = reference_at_budget("time-sharing", wide_setting, budget)
