@@ -263,13 +263,29 @@ class Defender(nn.Module):
         coordinates c of its release before clipping, x = t + V c, from ``signal`` = V^T (f(D) - t) (B, r) float32:
         V^T (sigmoid(net([b, u]) (+ S b)) - 0.5) + diag(1 - alpha) signal + sigma o e.  The same release as
         :meth:`forward` up to float32 rounding, with one product with V instead of four."""
+        return self._coordinates(b, r, signal)
+
+    def row_space_release(self, b: torch.Tensor, r: torch.Tensor, signal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(x, y) with autograd for G releasing only in the row space: the clipped release x = clip(t + V c, 0, 1) of
+        the coordinates c of :meth:`row_space_coordinates` and its coordinates y = V^T (x - t), from three products
+        with V (c, x and y) instead of the five of :meth:`forward` and a reading of its release; the same x up to
+        float32 rounding."""
+        coordinates = self._coordinates(b, r, signal)
+        release = torch.addmm(self.shrink_target, coordinates, self.noise_basis.T).clamp(0.0, 1.0)
+        return release, (release - self.shrink_target) @ self.noise_basis
+
+    def _coordinates(self, b: torch.Tensor, r: torch.Tensor, signal: torch.Tensor) -> torch.Tensor:
+        """c of :meth:`row_space_coordinates`, in place on its temporaries without autograd."""
         if not (self.spec.row_space_output and self.shrink_weight is not None and self.noise_scale is not None):
             raise InputError("only a defender with shrinkage and noise that releases in the row space has coordinates.")
         z = self.net(torch.cat([b, r[:, : self.spec.noise_dim]], dim=1))
         if self.skip is not None:
             z = z + self.skip(b)
+        noise = self.noise_scale * r[:, self.spec.noise_dim :]
+        if torch.is_grad_enabled():
+            return (torch.sigmoid(z) - 0.5) @ self.noise_basis + signal * (1.0 - self.shrink_weight) + noise
         coordinates = z.sigmoid_().sub_(0.5) @ self.noise_basis
-        return coordinates.add_(signal * (1.0 - self.shrink_weight)).add_(self.noise_scale * r[:, self.spec.noise_dim :])
+        return coordinates.add_(signal * (1.0 - self.shrink_weight)).add_(noise)
 
     def sample_r(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """r = (u, e) for a batch of n: u ~ U[0, 1]^q, then with full-rank noise e ~ N(0, I_|Q|), or e_j

@@ -368,6 +368,19 @@ class Players:
         """What the in-game attacker reads of the releases of :meth:`release` (the same draws) and f(D)."""
         return self.release(b, r, generator, out, pooled=True)
 
+    def defender_release(self, b: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(what the in-game attacker reads, the release x, f(D)) of (b, r), with autograd, for the defender's step:
+        where H reads the row-space coordinates and there is no opponent, x and its coordinates from
+        :meth:`~bngp.defenses.network.Defender.row_space_release` (V^T (f(D) - t) = (b - theta) Z V / N as the
+        memberships sum to N); else :meth:`attacker_release`'s releases, read by H as they are."""
+        if self.reads_coordinates and self.opponent is None:
+            statistic = self._part.statistic(b)
+            signal = (b - torch.as_tensor(self.theta, dtype=b.dtype, device=b.device)) @ self._candidate_coordinates
+            release, coordinates = self.defender.row_space_release(b, r, signal)
+            return coordinates, release, statistic
+        release, statistic = self.attacker_release(b, r)
+        return release, release, statistic
+
     def attacker_draws(self, b: torch.Tensor, r: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """What the in-game attacker reads of the releases of (b, r) without autograd, formed the cheapest way: the
         row-space coordinates directly (:meth:`attacker_coordinates`) when it reads them (:attr:`reads_coordinates`),

@@ -59,12 +59,13 @@ class TrainingStep:
         players = self.players
         config = players.config
         b, r = players.draw(config.batch_size)
-        x, statistic = players.attacker_release(b, r)  # the whole release when there is an opponent (no composition)
+        # what H reads, and the release (the whole release when there is an opponent: no composition)
+        read, x, statistic = players.defender_release(b, r)
         individuals = players.draw_individuals()
         # H held fixed: the backward computes the gradients through H for the defender only,
         # not H's own (which the next attacker update would discard)
         with held_fixed(players.attacker):
-            logits = players.attack(x, individuals)
+            logits = players.attack(read, individuals)
             if players.opponent is None:
                 leakage = players.leakage(logits, b, individuals)
             else:

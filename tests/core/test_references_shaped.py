@@ -353,7 +353,8 @@ def test_a_shaped_defender_releases_only_in_the_row_space_and_is_refitted_there(
     (DefenderSpec.row_space_output): with a moved output layer its release before clipping, f(D) + xi, still lies
     on t + span(V) (float32: 1e-6), the spec survives the artifact, the in-game attacker reads the r row-space
     coordinates (its input, widths and head r wide), its refit fits the ridge map of those coordinates, and the
-    coordinates the refit forms directly are those of the clipped release (float32: 2e-5)."""
+    coordinates the refit forms directly are those of the clipped release (float32: 2e-5); the defender's step forms
+    the release and its coordinates with the values and gradients of G's forward read by H (float32)."""
     import bngp.game.selection as selection
     from bngp.defenses.artifact import load_defender, save_defender
 
@@ -397,6 +398,25 @@ def test_a_shaped_defender_releases_only_in_the_row_space_and_is_refitted_there(
     # the refits' coordinates, formed without the whole release, are those of the clipped release (float32)
     assert bool(((releases == 0) | (releases == 1)).any())  # clipping at work
     torch.testing.assert_close(game.players.attacker_coordinates(b, r), coordinates, atol=2e-5, rtol=1e-4)
+    # the defender's step forms the release and its coordinates from three products with V: the same values and the
+    # same gradients as the release of G's forward read by H (float32), with a network output that is not 0
+    with torch.no_grad():
+        last = defender.net[-1].weight
+        last.copy_(0.05 * torch.randn(last.shape, generator=torch_generator(3)))
+    weights = torch.randn(rank, generator=torch_generator(4))
+    parameters = [defender.noise_scale, defender.shrink_weight, last]
+
+    def gradients(read: torch.Tensor, x: torch.Tensor) -> list[torch.Tensor]:
+        return list(torch.autograd.grad((read * weights).sum() + x.sum(), parameters))
+
+    read, x, statistic = game.players.defender_release(b, r)
+    whole = game.players.release(b, r)[0].float()
+    assert bool(((whole == 0) | (whole == 1)).any()) and torch.equal(statistic, x_hat)
+    torch.testing.assert_close(x, whole, atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(read, (whole - defender.shrink_target) @ defender.noise_basis, atol=2e-5, rtol=1e-4)
+    for fused, direct in zip(gradients(read, x), gradients((whole - defender.shrink_target) @ defender.noise_basis, whole)):
+        assert bool(direct.abs().max() > 0)
+        torch.testing.assert_close(fused, direct, atol=1e-4, rtol=1e-3)
 
 
 def test_an_attacker_reading_coordinates_holds_a_map_of_the_whole_release() -> None:
