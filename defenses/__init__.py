@@ -61,7 +61,7 @@ from .calibration import (
 )
 from .trained import TrainedDefense, load_run_defense
 from .matched_run import MatchedDefense, matched_to_run
-from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense, clipped_deviation_loss
+from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense, clipped_deviation_loss, clipped_deviation_loss_and_slopes
 from .shaped import WEIGHTINGS, ProjectedDefense, ShapedNoiseDefense, direction_weights, pairwise_sensitivity
 from .budget import (
     CALIBRATION_DRAWS,
@@ -94,6 +94,7 @@ __all__ = [
     "NOISE_LAWS",
     "ShrinkNoiseDefense",
     "clipped_deviation_loss",
+    "clipped_deviation_loss_and_slopes",
     "WEIGHTINGS",
     "ProjectedDefense",
     "ShapedNoiseDefense",
