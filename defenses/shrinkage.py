@@ -238,27 +238,24 @@ class ShrinkNoiseDefense(Defense):
     def expected_loss(self, x_hat: np.ndarray | StatisticLevels) -> float:
         """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|), given as they are or
         as their :class:`StatisticLevels` (each attribute's loss depends on its own f(D)_j alone: the same mean)."""
-        if isinstance(x_hat, StatisticLevels):
-            columns, values = x_hat.columns, x_hat.values
-            shift = self.shrink[columns] * (self.target[columns] - values)
-            return x_hat.mean(clipped_deviation_loss(self.law, shift, self.scale[columns], values))
-        x_hat = np.asarray(x_hat, dtype=np.float64)
-        shift = self.shrink * (self.target - x_hat)
-        return float(clipped_deviation_loss(self.law, shift, self.scale, x_hat).mean())
+        shift, scale, values, mean = self._closed_form_arguments(x_hat)
+        return mean(clipped_deviation_loss(self.law, shift, scale, values))
 
     def expected_loss_and_slope(self, x_hat: np.ndarray | StatisticLevels) -> tuple[float, float]:
         """:meth:`expected_loss` and its derivative d/dk, at k = 1, of the loss of the same mechanism with every
         scale times k: the mean of s_j dE_j/ds_j (:func:`clipped_deviation_loss_and_slopes`)."""
+        shift, scale, values, mean = self._closed_form_arguments(x_hat)
+        loss, by_scale, _ = clipped_deviation_loss_and_slopes(self.law, shift, scale, values)
+        return mean(loss), mean(by_scale * scale)
+
+    def _closed_form_arguments(self, x_hat: np.ndarray | StatisticLevels):
+        """(shift a (t - f(D)), scale, f(D), the mean over rows and attributes) of the closed form at ``x_hat``'s rows
+        or at their levels."""
         if isinstance(x_hat, StatisticLevels):
             columns, values = x_hat.columns, x_hat.values
-            scale = self.scale[columns]
-            loss, by_scale, _ = clipped_deviation_loss_and_slopes(
-                self.law, self.shrink[columns] * (self.target[columns] - values), scale, values)
-            return x_hat.mean(loss), x_hat.mean(by_scale * scale)
+            return self.shrink[columns] * (self.target[columns] - values), self.scale[columns], values, x_hat.mean
         x_hat = np.asarray(x_hat, dtype=np.float64)
-        loss, by_scale, _ = clipped_deviation_loss_and_slopes(self.law, self.shrink * (self.target - x_hat),
-                                                              self.scale, x_hat)
-        return float(loss.mean()), float((by_scale * self.scale).mean())
+        return self.shrink * (self.target - x_hat), self.scale, x_hat, lambda terms: float(terms.mean())
 
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         rows, width = x_hat.shape
