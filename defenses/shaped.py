@@ -164,11 +164,7 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         :meth:`signal_shift` (computed once per shrinkage and reused by :meth:`scaled` for the same rows)."""
         if self.uniform:
             return super().expected_loss(x_hat)
-        if isinstance(x_hat, StatisticLevels):
-            x_hat = x_hat.statistics
-        x_hat = np.asarray(x_hat, dtype=np.float64)
-        if self._shift is None or self._shift.shape != x_hat.shape:
-            self._shift = self.signal_shift(x_hat)
+        x_hat = self._rows_with_shift(x_hat)
         return float(clipped_deviation_loss("gaussian", self._shift, self.scale, x_hat).mean())
 
     def expected_loss_and_slope(self, x_hat: np.ndarray | StatisticLevels) -> tuple[float, float]:
@@ -176,13 +172,19 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         shift of :meth:`signal_shift` where the shrinkage differs between directions)."""
         if self.uniform:
             return super().expected_loss_and_slope(x_hat)
+        x_hat = self._rows_with_shift(x_hat)
+        loss, by_scale, _ = clipped_deviation_loss_and_slopes("gaussian", self._shift, self.scale, x_hat)
+        return float(loss.mean()), float((by_scale * self.scale).mean())
+
+    def _rows_with_shift(self, x_hat: np.ndarray | StatisticLevels) -> np.ndarray:
+        """The rows of ``x_hat`` (float64), with :meth:`signal_shift` of them held in ``_shift`` (formed once per
+        shrinkage and shape of the rows)."""
         if isinstance(x_hat, StatisticLevels):
             x_hat = x_hat.statistics
         x_hat = np.asarray(x_hat, dtype=np.float64)
         if self._shift is None or self._shift.shape != x_hat.shape:
             self._shift = self.signal_shift(x_hat)
-        loss, by_scale, _ = clipped_deviation_loss_and_slopes("gaussian", self._shift, self.scale, x_hat)
-        return float(loss.mean()), float((by_scale * self.scale).mean())
+        return x_hat
 
     def noise(self, b: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         rows, width = x_hat.shape
