@@ -154,8 +154,8 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
             centred = x_hat.detach().cpu().double() - torch.as_tensor(self.target, dtype=torch.float64)
             kept = torch.as_tensor(1.0 - self.direction_shrink, dtype=torch.float64)
             return ((centred @ basis) * kept) @ basis.T - centred
-        centred = np.asarray(x_hat, dtype=np.float64) - self.target
-        return ((centred @ self.space.basis) * (1.0 - self.direction_shrink)) @ self.space.basis.T - centred
+        centred, coordinates = self.space.centred_coordinates(x_hat)
+        return (coordinates * (1.0 - self.direction_shrink)) @ self.space.basis.T - centred
 
     def expected_loss(self, x_hat: np.ndarray | StatisticLevels) -> float:
         """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|, or their

@@ -124,8 +124,10 @@ def _clipped_deviation(law: str, shift, scale, x_hat, slope: bool
     carries across the kink alone (far from the bounds: E|c + s e| = E[D] - 2 M(0)) and those near a bound (the
     whole form)."""
     law = _check_law(law)
-    shift, scale, x_hat = np.broadcast_arrays(np.asarray(shift, np.float64), np.asarray(scale, np.float64),
-                                              np.asarray(x_hat, np.float64))
+    # contiguous (a broadcast operand copied once), so that the entries below are gathered by their flat indices:
+    # far faster than boolean masks of two-dimensional arrays
+    shift, scale, x_hat = (np.require(array, requirements="C") for array in np.broadcast_arrays(
+        np.asarray(shift, np.float64), np.asarray(scale, np.float64), np.asarray(x_hat, np.float64)))
     if np.any(scale < 0):
         raise InputError("noise scales must be >= 0.")
     moved = x_hat + shift
@@ -138,23 +140,24 @@ def _clipped_deviation(law: str, shift, scale, x_hat, slope: bool
     reach = _FAR[law] * scale
     noisy = scale > 0
     near = noisy & (np.minimum(moved, 1.0 - moved) < reach)
-    far = noisy & ~near & (np.abs(shift) < reach)
-    if far.any():
-        c, t = shift[far], scale[far]
+    far = np.flatnonzero(noisy & ~near & (np.abs(shift) < reach))
+    near = np.flatnonzero(near)
+    if far.size:
+        c, t = np.take(shift, far), np.take(scale, far)
         f_zero, m_zero, psi_zero = _cdf_and_partial_mean(law, np.zeros_like(c), c, t)
-        loss[far] = np.maximum(c - 2.0 * m_zero, 0.0)  # E|D| = E[D] - 2 E[D 1{D < 0}]
+        np.put(loss, far, np.maximum(c - 2.0 * m_zero, 0.0))  # E|D| = E[D] - 2 E[D 1{D < 0}]
         if slope:
-            slopes[0][far] = 2.0 * psi_zero
-            slopes[1][far] = 1.0 - 2.0 * f_zero
-    if near.any():
-        x, c, t = x_hat[near], shift[near], scale[near]
+            np.put(slopes[0], far, 2.0 * psi_zero)
+            np.put(slopes[1], far, 1.0 - 2.0 * f_zero)
+    if near.size:
+        x, c, t = np.take(x_hat, near), np.take(shift, near), np.take(scale, near)
         f_low, m_low, psi_low = _cdf_and_partial_mean(law, -x, c, t)
         f_zero, m_zero, psi_zero = _cdf_and_partial_mean(law, np.zeros_like(x), c, t)
         f_high, m_high, psi_high = _cdf_and_partial_mean(law, 1.0 - x, c, t)
-        loss[near] = np.maximum(m_high - 2.0 * m_zero + m_low + x * f_low + (1.0 - x) * (1.0 - f_high), 0.0)
+        np.put(loss, near, np.maximum(m_high - 2.0 * m_zero + m_low + x * f_low + (1.0 - x) * (1.0 - f_high), 0.0))
         if slope:
-            slopes[0][near] = 2.0 * psi_zero - psi_low - psi_high
-            slopes[1][near] = f_high + f_low - 2.0 * f_zero
+            np.put(slopes[0], near, 2.0 * psi_zero - psi_low - psi_high)
+            np.put(slopes[1], near, f_high + f_low - 2.0 * f_zero)
     return loss, slopes
 
 

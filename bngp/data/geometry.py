@@ -154,6 +154,18 @@ class PopulationSpace:
         releases = np.asarray(releases, dtype=np.float64)
         return (releases - self.target) @ self.basis
 
+    def centred_coordinates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(x - t, V^T (x - t)) of each row x of ``rows`` (B, |Q|), float64; those of the last rows asked for are kept
+        (with the rows, compared by identity: they must not be modified), as a shaped mechanism's calibration asks
+        for the same rows at every shrinkage it tries."""
+        cached = self.__dict__.get("_centred")
+        if cached is not None and cached[0] is rows:
+            return cached[1], cached[2]
+        centred = np.asarray(rows, dtype=np.float64) - self.target
+        coordinates = centred @ self.basis
+        object.__setattr__(self, "_centred", (rows, centred, coordinates))
+        return centred, coordinates
+
     def weighted_coordinates(self, releases: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """V^T (w o (x - t)) for each row of ``releases`` (B, |Q|) and attribute weights w (|Q|,): (B, r); with w
         the indicator of a set E of attributes, the coordinates of x's part on E."""

@@ -160,14 +160,16 @@ class BudgetSurface:
     def _shift(self, shrink: np.ndarray, factor: float = 1.0) -> np.ndarray:
         """The deterministic part of the deviation at the shrinkage c alpha (c = ``factor``): c alpha o (t - f(D)), or
         in the row space V diag(1 - c alpha) V^T (f(D) - t) - (f(D) - t) = D_0 - c V diag(alpha) V^T (f(D) - t),
-        linear in c (D_0 formed once, the product of the last alpha kept)."""
+        linear in c (D_0 formed once; the product of the last alpha and the shift at c = 1 kept: not to be modified)."""
         if self.basis is None:
             return (factor * shrink) * (self.target - self.statistics)
         key = shrink.tobytes()
         if key not in self._shifts:
             self._shifts.clear()
-            self._shifts[key] = (self._centred[1] * shrink) @ self.basis.T
-        return self._unshrunk - factor * self._shifts[key]
+            product = (self._centred[1] * shrink) @ self.basis.T
+            self._shifts[key] = (product, self._unshrunk - product)
+        product, at_one = self._shifts[key]
+        return at_one if factor == 1.0 else self._unshrunk - factor * product
 
     @cached_property
     def _unshrunk(self) -> np.ndarray:
@@ -203,7 +205,7 @@ class BudgetSurface:
             scale = np.sqrt(self._squared_basis @ scale**2)
         loss, by_scale, by_shift = clipped_deviation_loss_and_slopes(self.law, self._shift(shrink, factor), scale,
                                                                      self.statistics)
-        moved = shrink * (self.target - self.statistics) if self.basis is None else -self._shifts[shrink.tobytes()]
+        moved = shrink * (self.target - self.statistics) if self.basis is None else -self._shifts[shrink.tobytes()][0]
         return float(loss.mean()), float((by_scale * scale).mean()), float((by_shift * moved).mean())
 
     def _newton(self, evaluate, value: float, slope: float) -> float | None:
