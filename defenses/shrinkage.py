@@ -124,10 +124,12 @@ def _clipped_deviation(law: str, shift, scale, x_hat, slope: bool
     carries across the kink alone (far from the bounds: E|c + s e| = E[D] - 2 M(0)) and those near a bound (the
     whole form)."""
     law = _check_law(law)
-    # contiguous (a broadcast operand copied once), so that the entries below are gathered by their flat indices:
+    # flat and contiguous (a broadcast operand copied once), so that the entries below are gathered by their indices:
     # far faster than boolean masks of two-dimensional arrays
-    shift, scale, x_hat = (np.require(array, requirements="C") for array in np.broadcast_arrays(
-        np.asarray(shift, np.float64), np.asarray(scale, np.float64), np.asarray(x_hat, np.float64)))
+    arrays = np.broadcast_arrays(np.asarray(shift, np.float64), np.asarray(scale, np.float64),
+                                 np.asarray(x_hat, np.float64))
+    shape = arrays[0].shape
+    shift, scale, x_hat = (np.ascontiguousarray(array).reshape(-1) for array in arrays)
     if np.any(scale < 0):
         raise InputError("noise scales must be >= 0.")
     moved = x_hat + shift
@@ -158,7 +160,7 @@ def _clipped_deviation(law: str, shift, scale, x_hat, slope: bool
         if slope:
             np.put(slopes[0], near, 2.0 * psi_zero - psi_low - psi_high)
             np.put(slopes[1], near, f_high + f_low - 2.0 * f_zero)
-    return loss, slopes
+    return loss.reshape(shape), None if slopes is None else tuple(part.reshape(shape) for part in slopes)
 
 
 @dataclass(frozen=True, eq=False)

@@ -87,6 +87,27 @@ def test_clipped_loss_slopes_are_its_derivatives(law) -> None:
     assert not by_scale.any() and by_shift.tolist() == [-1.0, 1.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize("law", ["laplace", "gaussian"])
+def test_clipped_loss_keeps_the_broadcast_shape_of_its_arguments(law) -> None:
+    """The loss and its slopes have the broadcast shape of (shift, scale, x_hat), 0-d included, with the values of the
+    same entries computed in one flat array (the entries are gathered by flat indices)."""
+    from bngp.defenses.shrinkage import clipped_deviation_loss_and_slopes
+
+    shift, scale, x_hat = np.array([[0.0], [0.02], [-0.3]]), np.array([0.1, 0.0, 0.01, 0.3]), 0.05
+    flat = [part.reshape(3, 4) for part in clipped_deviation_loss_and_slopes(
+        law, np.repeat(shift, 4, axis=1).ravel(), np.tile(scale, 3), np.full(12, x_hat))]
+    for got, expected in zip(clipped_deviation_loss_and_slopes(law, shift, scale, x_hat), flat):
+        assert got.shape == (3, 4)
+        np.testing.assert_array_equal(got, expected)
+    for i, j in [(0, 0), (1, 2), (2, 3)]:  # 0-d arguments: the entry itself (the noise reaches 0 or a bound there)
+        parts = clipped_deviation_loss_and_slopes(law, float(shift[i, 0]), float(scale[j]), x_hat)
+        assert all(np.ndim(part) == 0 for part in parts)
+        assert [float(part) for part in parts] == [float(part[i, j]) for part in flat]
+    # E|clip(0.1 e, 0, 1)| = int_0^1 P(0.1 e > u) du: 0.05 (1 - e^-10) for Laplace e, 0.1 phi(0) (to 1e-23) for Gaussian e
+    known = 0.05 * (1.0 - math.exp(-10.0)) if law == "laplace" else 0.1 / math.sqrt(2.0 * math.pi)
+    assert float(clipped_deviation_loss(law, 0.0, 0.1, 0.0)) == pytest.approx(known, rel=1e-12)
+
+
 def test_clipped_loss_reduces_to_the_unclipped_forms_and_to_the_exact_shift() -> None:
     c = np.array([-0.01, 0.0, 0.004, 0.02])
     s = np.full(4, 0.005)
