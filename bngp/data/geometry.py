@@ -155,15 +155,15 @@ class PopulationSpace:
         return (releases - self.target) @ self.basis
 
     def centred_coordinates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(x - t, V^T (x - t)) of each row x of ``rows`` (B, |Q|), float64; those of the last rows asked for are kept
-        (with the rows, compared by identity: they must not be modified), as a shaped mechanism's calibration asks
-        for the same rows at every shrinkage it tries."""
-        cached = self.__dict__.get("_centred")
-        if cached is not None and cached[0] is rows:
-            return cached[1], cached[2]
+        """(x - t, V^T (x - t)) of each row x of ``rows`` (B, |Q|), float64.  The coordinates of the last rows asked
+        for are kept (B x r, with the rows, compared by identity: they must not be modified), as a shaped mechanism's
+        calibration asks for the same rows at every shrinkage it tries; x - t is formed anew (B x |Q|: not held)."""
         centred = np.asarray(rows, dtype=np.float64) - self.target
+        cached = self.__dict__.get("_coordinates_of")
+        if cached is not None and cached[0] is rows:
+            return centred, cached[1]
         coordinates = centred @ self.basis
-        object.__setattr__(self, "_centred", (rows, centred, coordinates))
+        object.__setattr__(self, "_coordinates_of", (rows, coordinates))
         return centred, coordinates
 
     def weighted_coordinates(self, releases: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -206,6 +206,31 @@ def test_isotropic_statistic_reads_only_the_coordinates(narrow) -> None:
         space.sufficient_statistic(x, shrink, np.zeros(space.rank))
 
 
+def test_centred_coordinates_are_the_coordinates_and_keep_the_last_rows(narrow) -> None:
+    """centred_coordinates(x) = (x - t, V^T (x - t)), the latter equal to :meth:`coordinates` bit for bit; asked again
+    for the same rows it reuses their coordinates (no product with the basis, counted), for other rows it forms
+    them anew (its own space: the basis is swapped for a counting view)."""
+    space = PopulationSpace.of(narrow, 13)
+    rows = np.random.default_rng(4).random((5, narrow.n_attributes))
+    centred, coordinates = space.centred_coordinates(rows)
+    np.testing.assert_array_equal(centred, rows - space.target)
+    np.testing.assert_array_equal(coordinates, space.coordinates(rows))
+    products = []
+    basis = space.basis
+
+    class Counted(np.ndarray):
+        def __rmatmul__(self, other):
+            products.append(other.shape)
+            return other @ np.asarray(self)
+
+    object.__setattr__(space, "basis", basis.view(Counted))
+    again = space.centred_coordinates(rows)
+    assert again[1] is coordinates and not products
+    other = rows[::-1].copy()
+    np.testing.assert_allclose(space.centred_coordinates(other)[1], coordinates[::-1], rtol=1e-12, atol=1e-12)
+    assert products == [other.shape]
+
+
 def test_packed_and_blocked_populations_give_the_same_space(narrow, monkeypatch) -> None:
     """The bit-packed population, and the dense one formed 40 attributes at a time (three blocks), give the
     same target, singular values, projector V V^T and covariance eigenvalues as the dense one in one block
