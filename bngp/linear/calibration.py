@@ -82,7 +82,7 @@ def _newton_fit(columns: np.ndarray, labels: np.ndarray, penalty: float, iterati
         rescaled[:-1] /= spread
         candidates.append(rescaled)
     if start is not None:
-        candidates.append(np.array(start, dtype=np.float64))
+        candidates.append(start)
     for candidate in candidates:
         spare = buffers[1] if p is buffers[0] else buffers[0]
         candidate_value = objective.evaluate(candidate, spare)
