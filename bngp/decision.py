@@ -35,12 +35,14 @@ from dataclasses import dataclass
 
 from bngp.data.population import Population
 from bngp.defenses.base import Defense
+from bngp.errors import InsufficientMemoryError
 from bngp.defenses.budget import BudgetSetting, UtilityBudget
 from bngp.game.config import BUDGET_TOLERANCE
 from bngp.data.geometry import THREAT_MODEL, shaping_applies
 from bngp.references import SHAPED_GAUSSIAN, ReferenceRanking, check_linear_attack_memory, linear_attack_score, \
     rank_references
 from bngp.defenses.shaped import ProjectedDefense, ShapedNoiseDefense
+from bngp.reading import reads_in_coordinates
 from bngp.report import decision_markdown
 from bngp.rng import named_seeds
 
@@ -116,6 +118,8 @@ class ReleaseDecision:
         seed: the seed of the comparison's releases and fits.
         threat_model: :data:`bngp.data.geometry.THREAT_MODEL` when a mechanism compared (or the release) shapes
             its noise to the population, else None.
+        left_out: why references are missing from the comparison (memory, :attr:`ReferenceRanking.skipped`), else
+            None.
     """
 
     verdict: str
@@ -128,6 +132,7 @@ class ReleaseDecision:
     best_reference: str | None
     seed: int
     threat_model: str | None = None
+    left_out: str | None = None
 
     @property
     def sentence(self) -> str:
@@ -141,7 +146,8 @@ class ReleaseDecision:
                 "data_independent_loss": self.data_independent_loss, "budget": self.budget,
                 "budget_met": self.budget_met, "strongest": self.strongest.to_dict(),
                 "rows": [row.to_dict() for row in self.rows], "best_reference": self.best_reference,
-                "seed": self.seed, "tolerance": DECISION_TOLERANCE, "threat_model": self.threat_model}
+                "seed": self.seed, "tolerance": DECISION_TOLERANCE, "threat_model": self.threat_model,
+                "left_out": self.left_out}
 
     def summary_lines(self) -> list[str]:
         """The plain-text lines a command prints last."""
@@ -152,6 +158,8 @@ class ReleaseDecision:
         for row in self.rows[1:]:
             epsilon = "" if row.epsilon is None else f", eps {row.epsilon:.3g}"
             lines.append(f"  {row.label}: linear-attack AUC {row.auc:.4f}, TPR {row.tpr_at_1pct:.3f} at 1% FPR{epsilon}")
+        if self.left_out:
+            lines.append(f"  references left out: {self.left_out}")
         if self.threat_model:
             lines.append(f"  threat model: {self.threat_model}")
         return lines
@@ -175,11 +183,16 @@ def strongest_of_evaluation(payload: dict) -> AttackReading:
                          float(entry["tpr_at_fpr"]["0.001"]))
 
 
-def check_decision_memory(population: Population, composition: int = 1) -> None:
+def check_decision_memory(population: Population, composition: int = 1, defense: Defense | None = None) -> None:
     """Refuse, before any work, a decision whose converged linear attack on releases of ``composition``
     copies of |Q| values would not fit in the available memory
-    (:func:`bngp.references.check_linear_attack_memory`), with the command line's way around it."""
-    check_linear_attack_memory(population, composition, "; pass --no-decision to skip the release decision")
+    (:func:`bngp.references.check_linear_attack_memory`), with the command line's way around it.  The release of
+    ``defense`` is read in the row-space coordinates where it would be (:func:`bngp.reading.reads_in_coordinates`),
+    and then so are the references (those read whole are left out where they would not fit,
+    :func:`bngp.references.rank_references`)."""
+    coordinates = defense is not None and reads_in_coordinates(defense, population)
+    check_linear_attack_memory(population, composition, "; pass --no-decision to skip the release decision",
+                               coordinates=coordinates)
 
 
 def decide_release(population: Population, n_members: int, defense: Defense, *,
@@ -201,7 +214,13 @@ def decide_release(population: Population, n_members: int, defense: Defense, *,
     loss = setting.measured_loss(defense) if loss is None else loss
     baseline = setting.data_independent_loss
     streams = named_seeds(seed, ("release", "references"))
-    own = linear_attack_score(defense, population, n_members, streams["release"])
+    space = None
+    if shaping_applies(population):  # the geometry the references use, built once
+        try:
+            space = setting.space
+        except InsufficientMemoryError:
+            pass
+    own = linear_attack_score(defense, population, n_members, streams["release"], space=space)
     if progress:
         print(f"[decision] this release: linear-attack AUC {own.auc:.4f}", file=sys.stderr, flush=True)
     reading = AttackReading("linear (converged)", own.auc, own.tpr_at_1pct, own.tpr_at_01pct)
@@ -231,7 +250,8 @@ def decide_release(population: Population, n_members: int, defense: Defense, *,
     shaping = (shaping_applies(population) and best_label is not None) or isinstance(defense, (ShapedNoiseDefense,
                                                                                                ProjectedDefense))
     return ReleaseDecision(verdict(loss, baseline, strongest, rows), loss, baseline, None if budget is None else budget.value, met, strongest,
-                           tuple(rows), best_label, seed, THREAT_MODEL if shaping else None)
+                           tuple(rows), best_label, seed, THREAT_MODEL if shaping else None,
+                           ranking.skipped if ranking is not None else None)
 
 
 def verdict(loss: float, baseline: float, strongest: AttackReading, rows: list[DecisionRow] | tuple[DecisionRow, ...]) -> str:

@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from bngp.data.geometry import PopulationSpace, clip_coordinates, shaping_applies
+from bngp.data.geometry import PopulationSpace, clip_coordinates, column_blocks, geometry_block, shaping_applies
 from bngp.data.population import Population
 from bngp.data.priors import MembershipPrior
 from bngp.defenses.base import Defense
@@ -30,14 +30,28 @@ from bngp.defenses.trained import TrainedDefense
 from bngp.errors import InsufficientMemoryError
 from bngp.linear import LinearFit, whitened_map_of_law
 from bngp.memory import require_memory
-from bngp.release.mechanism import Mechanism
+from bngp.release.mechanism import Mechanism, SummaryStatistics, perturb
 from bngp.release.sampling import release_mechanism, release_tensor
 from bngp.rng import torch_generator
 
-__all__ = ["CoordinateSimulator", "ReleaseReading", "as_read", "known_law_fit", "release_coordinates"]
+__all__ = ["CoordinateSimulator", "ReleaseReading", "as_read", "draw_bytes", "known_law_fit", "reads_in_coordinates",
+           "release_coordinates"]
 
-#: releases formed at a time when a :class:`ReleaseReading` draws coordinates (bounds its float32 B x |Q| temporaries).
+#: releases formed at a time when a :class:`ReleaseReading` draws coordinates, at most (bounds its float32 B x |Q|
+#: temporaries, with :data:`_DRAW_VALUES`).
 _DRAW_BLOCK = 4096
+#: released values formed at a time when a :class:`ReleaseReading` draws coordinates: 2^25 float32 values, 128 MiB.
+_DRAW_VALUES = 2**25
+#: the same where the basis is not held (the beacon widths): 2^22 values, 16 MiB; the mechanisms read there most
+#: (per-attribute noise, noise in the row space, time-sharing) are drawn by blocks of attributes instead.
+_UNHELD_DRAW_VALUES = 2**22
+
+
+def _draw_block(width: int, held: bool = True) -> int:
+    """Releases of ``width`` values formed at a time: :data:`_DRAW_BLOCK`, fewer where they would hold more than
+    :data:`_DRAW_VALUES` values (:data:`_UNHELD_DRAW_VALUES` where the basis is not ``held``), at least one."""
+    return max(1, min(_DRAW_BLOCK, (_DRAW_VALUES if held else _UNHELD_DRAW_VALUES) // max(1, int(width))))
+
 
 @dataclass(frozen=True, eq=False)
 class ReleaseReading:
@@ -52,7 +66,8 @@ class ReleaseReading:
 
     @property
     def hull(self) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """(V, t) as float32 tensors where the releases lie on the hull (``on_hull``), else None."""
+        """(V, t) as float32 tensors where the releases lie on the hull (``on_hull``), else None; a basis that is not
+        held is formed (:meth:`~bngp.data.geometry.PopulationSpace.dense_basis`)."""
         return (self._basis, self._target) if self.on_hull else None
 
     @property
@@ -67,7 +82,7 @@ class ReleaseReading:
     @cached_property
     def _basis(self) -> torch.Tensor:
         """V as float32 (|Q|, r): the releases are float32, and so is the product that reads them."""
-        return torch.as_tensor(self.space.basis, dtype=torch.float32)
+        return torch.as_tensor(self.space.dense_basis(), dtype=torch.float32)
 
     @cached_property
     def _target(self) -> torch.Tensor:
@@ -85,43 +100,110 @@ class ReleaseReading:
         :mod:`bngp.data.geometry`), so the coordinates of the clipped release are c + V^T (clip(t + V c, 0, 1) -
         (t + V c)): one |Q|-wide product forms the release and a second reads what clipping moved, where the
         whole release costs the statistic's K x |Q| product and two passes through the basis (the second pass reads
-        only the attributes clipped in some release of a block: a tenth of them or fewer on genomes)."""
+        only the attributes clipped in some release of a block: a tenth of them or fewer on genomes).  A basis that is
+        not held is applied through the candidates (:mod:`bngp.data.geometry`), the same products."""
         if self._shaped_here(defense, b):
             return self._draw_shaped(defense, b, generator)
+        if not self.space.holds_basis and self._on_population(defense, b):
+            if isinstance(defense, TimeSharingDefense):
+                return self._draw_shared(defense, b, generator)
+            if type(defense) is ShrinkNoiseDefense and isinstance(mechanism, SummaryStatistics):
+                return self._draw_by_attributes(defense, b, generator)
         blocks = []
         weights = None if self.weights is None else torch.as_tensor(self.weights, dtype=torch.float32)
-        for start in range(0, b.shape[0], _DRAW_BLOCK):
-            centred = release_tensor(mechanism, defense, b[start:start + _DRAW_BLOCK], generator).sub_(self._target)
+        step = _draw_block(self.space.n_attributes * defense.composition, self.space.holds_basis)
+        for start in range(0, b.shape[0], step):
+            centred = release_tensor(mechanism, defense, b[start:start + step], generator).sub_(self._target)
             if weights is not None:
                 centred.mul_(weights)
-            blocks.append((centred @ self._basis).double())
+            blocks.append(self._read(centred).double())
         return torch.cat(blocks) if blocks else torch.zeros((0, self.width), dtype=torch.float64)
+
+    def _read(self, centred: torch.Tensor) -> torch.Tensor:
+        """V^T y of float32 rows y (B, |Q|), in float32."""
+        if self.space.holds_basis:
+            return centred @ self._basis
+        return self.space.apply_transpose(centred)
+
+    def _clip(self, coordinates: torch.Tensor) -> torch.Tensor:
+        """:func:`bngp.data.geometry.clip_coordinates` of ``coordinates`` (B, r), in place, by blocks of
+        :func:`_draw_block` releases; where the basis is not held, by blocks of attributes for all the releases at
+        once: the block's release x_E = t_E + Zc_E^T U S^-1 c and what clipping moves of it, m_E, read back as
+        S^-1 U^T Zc_E m_E, each block of candidates unpacked once."""
+        space = self.space
+        if space.holds_basis:
+            step = _draw_block(space.n_attributes)
+            for start in range(0, coordinates.shape[0], step):
+                clip_coordinates(coordinates[start:start + step], self._basis, self._target)
+            return coordinates
+        mapping = space.coordinate_map(torch.float32)
+        weights = coordinates.to(torch.float32) @ mapping.T
+        products = torch.zeros_like(weights)
+        for start, stop, candidates in space.centred_blocks(torch.float32):
+            raw = (weights @ candidates).add_(self._target[start:stop])
+            moved = raw.clamp(0.0, 1.0).sub_(raw)
+            products.addmm_(moved, candidates.T)
+        coordinates += (products @ mapping).to(coordinates.dtype)
+        return coordinates
 
     def lift(self, fit: LinearFit) -> LinearFit:
         """A linear fit of these coordinates as the same map of the whole release
         (:meth:`~bngp.linear.LinearFit.of_coordinates`)."""
-        return fit.of_coordinates(self.space.basis, self.space.target, self.weights)
+        return fit.of_coordinates(self.space.dense_basis(), self.space.target, self.weights)
 
     def _shaped_here(self, defense: Defense, b: torch.Tensor) -> bool:
         """Whether :meth:`draw` draws ``defense``'s releases in the coordinates (its docstring)."""
         if not isinstance(defense, ShapedNoiseDefense) or self.weights is not None or defense.composition != 1:
             return False
-        inner, outer = defense.space, self.space
-        same = inner is outer or (inner.basis.shape == outer.basis.shape and np.array_equal(inner.basis, outer.basis)
-                                  and np.array_equal(inner.target, outer.target))
-        return same and bool(torch.all(b.sum(dim=1) == outer.n_members))
+        return defense.space.same_as(self.space) and bool(torch.all(b.sum(dim=1) == self.space.n_members))
+
+    def _on_population(self, defense: Defense, b: torch.Tensor) -> bool:
+        """Whether ``defense`` releases one copy of f(D) of this space's candidates for memberships ``b`` of N each
+        (read whole by attributes: the candidates' own coordinates)."""
+        return (defense.composition == 1 and self.space.genotypes is not None
+                and bool(torch.all(b.sum(dim=1) == self.space.n_members)))
+
+    def _signal(self, b: torch.Tensor) -> torch.Tensor:
+        """V^T (f(D) - t) = S U^T (b - theta) / N for memberships b (B, K) of N each, float64 (B, r)."""
+        space = self.space
+        left = torch.as_tensor(space.left * (space.singular_values / space.n_members))  # U S / N, (K, r)
+        return (b.double() - space.n_members / space.n_individuals) @ left
+
+    def _draw_shared(self, defense: TimeSharingDefense, b: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """Time-sharing's coordinates: 0 (the release t) where its draw chooses t, else V^T (f(D) - t) (f(D) is never
+        clipped); the draw of :meth:`TimeSharingDefense.noise` from the same generator."""
+        chosen = torch.rand((b.shape[0], 1), generator=generator, dtype=torch.float64) < defense.probability
+        return self._signal(b).masked_fill_(chosen, 0.0)
+
+    def _draw_by_attributes(self, defense: ShrinkNoiseDefense, b: torch.Tensor,
+                            generator: torch.Generator) -> torch.Tensor:
+        """Per-attribute shrinkage and noise read through a basis that is not held, a block of attributes at a time:
+        the block's statistic f(D)_E = b Z_E / N, its release clip(f(D)_E + xi_E, 0, 1) (the noise of ``defense`` on E,
+        :meth:`~bngp.defenses.shrinkage.ShrinkNoiseDefense.columns`, drawn block after block from ``generator``) and
+        its part (x_E - t_E)^T Zc_E of the product S^-1 U^T Zc (x - t), so each block of candidates is unpacked once
+        for every release of the call and no release is formed whole: the same law as :meth:`draw`'s whole releases,
+        another order of the noise's draws."""
+        space = self.space
+        memberships = b.to(torch.float32)
+        counts = memberships.sum(dim=1, keepdim=True).clamp_min(1.0)
+        products = torch.zeros((b.shape[0], space.n_individuals), dtype=torch.float32)
+        weights = None if self.weights is None else torch.as_tensor(self.weights, dtype=torch.float32)
+        for start, stop, block in column_blocks(space.genotypes):
+            candidates = torch.from_numpy(np.asarray(block)).to(torch.float32)
+            statistic = (memberships @ candidates).div_(counts)
+            released = perturb(statistic, defense.columns(start, stop).noise(memberships, statistic, generator))
+            centred = released.sub_(self._target[start:stop])
+            if weights is not None:
+                centred.mul_(weights[start:stop])
+            products.addmm_(centred, candidates.sub_(self._target[start:stop]).T)  # Zc_E, in place
+        return (products @ space.coordinate_map(torch.float32)).double()
 
     def _draw_shaped(self, defense: ShapedNoiseDefense, b: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         space = self.space
         unit = torch.randn((b.shape[0], space.rank), generator=generator, dtype=torch.float64)
-        left = torch.as_tensor(space.left * (space.singular_values / space.n_members))  # U S / N, (K, r)
-        theta = space.n_members / space.n_individuals
         kept = torch.as_tensor(1.0 - defense.direction_shrink)
         scales = torch.as_tensor(defense.direction_scales)
-        coordinates = ((b.double() - theta) @ left).mul_(kept).add_(unit.mul_(scales))
-        for start in range(0, coordinates.shape[0], _DRAW_BLOCK):
-            clip_coordinates(coordinates[start:start + _DRAW_BLOCK], self._basis, self._target)
-        return coordinates
+        return self._clip(self._signal(b).mul_(kept).add_(unit.mul_(scales)))
 
 
 def _released_attributes(defense: ShrinkNoiseDefense) -> np.ndarray | None:
@@ -133,6 +215,47 @@ def _released_attributes(defense: ShrinkNoiseDefense) -> np.ndarray | None:
     if np.any(defense.scale > 0) or not kept.any():
         return None
     return kept.astype(np.float64)
+
+
+def _coordinate_kind(defense: Defense, population: Population) -> str | None:
+    """Why :func:`release_coordinates` reads ``defense`` in the row-space coordinates, from its kind alone: "shaped"
+    (noise in a row space), "isotropic" (one shrinkage, one scale), "sharing" (time-sharing), "released"
+    (per-attribute shrinkage without noise: the attributes it releases); None (the whole release)."""
+    if not shaping_applies(population) or defense.composition != 1:
+        return None
+    if isinstance(defense, (ShapedNoiseDefense, ProjectedDefense)):
+        return "shaped"
+    if isinstance(defense, TimeSharingDefense):  # t or f(D): both on the affine hull, never clipped
+        return "sharing"
+    if isinstance(defense, ShrinkNoiseDefense):
+        if np.ptp(defense.shrink) == 0 and np.ptp(defense.scale) == 0:
+            return "isotropic"
+        return "released" if _released_attributes(defense) is not None else None
+    return None
+
+
+def reads_in_coordinates(defense: Defense, population: Population) -> bool:
+    """Whether the converged linear attack reads ``defense``'s releases in the candidates' row-space coordinates
+    where the geometry fits in memory (:func:`release_coordinates`), decided from the mechanism's kind, before the
+    geometry is built: a trained defender as :func:`as_read` reads it (its closed form without a basis), a
+    defender with noise in a row space and any other mechanism that :func:`release_coordinates` reads whole,
+    whole."""
+    if isinstance(defense, TrainedDefense):
+        defense = defense.closed_form(None) or defense
+    return _coordinate_kind(defense, population) is not None
+
+
+def draw_bytes(width: int, individuals: int, releases: int, held: bool = True) -> int:
+    """An upper estimate of the temporaries of :meth:`ReleaseReading.draw` of up to ``releases`` releases of ``width``
+    values of ``individuals`` candidates: 32 bytes per value of a block of :func:`_draw_block` releases (the statistic,
+    float32; the noise, float64; the release's float64 sum before clipping and the release, float32; or the
+    coordinates' release and what clipping moved); where the basis is not ``held``, also the draws by blocks of
+    attributes, 24 bytes per value of a block of every release and two float32 products of them with the candidates
+    (releases x K)."""
+    whole = 32 * _draw_block(width, held) * int(width)
+    if held:
+        return whole
+    return whole + 24 * int(releases) * geometry_block() + 8 * int(releases) * int(individuals)
 
 
 def release_coordinates(defense: Defense, population: Population, n_members: int,
@@ -154,29 +277,24 @@ def release_coordinates(defense: Defense, population: Population, n_members: int
     statistic cannot.  A mechanism shaped to any other space (another panel) is read whole: the coordinates of
     the candidates' space are those of the population, never of the mechanism.  Where the basis would not fit
     in memory the release is read whole."""
-    if not shaping_applies(population) or defense.composition != 1:
+    kind = _coordinate_kind(defense, population)
+    if kind is None:
         return None
-    shaped = isinstance(defense, (ShapedNoiseDefense, ProjectedDefense))
-    per_attribute = isinstance(defense, ShrinkNoiseDefense) and not shaped
-    isotropic = per_attribute and np.ptp(defense.shrink) == 0 and np.ptp(defense.scale) == 0
-    sharing = isinstance(defense, TimeSharingDefense)  # t or f(D): both on the affine hull, never clipped
-    weights = None
-    if not (shaped or isotropic or sharing):
-        weights = _released_attributes(defense) if per_attribute else None
-        if weights is None:
-            return None
+    shaped, sharing = kind == "shaped", kind == "sharing"
+    weights = _released_attributes(defense) if kind == "released" else None
     if space is None:
         try:
             space = PopulationSpace.of(population, n_members)
         except InsufficientMemoryError:  # the basis does not fit: the whole release, as without it
             return None
     if shaped:
-        inner = defense.space.basis
-        if inner.shape[0] != space.n_attributes or not np.allclose(space.target, defense.space.target, atol=1e-12):
+        inner = defense.space
+        if inner.n_attributes != space.n_attributes or not np.allclose(space.target, inner.target, atol=1e-12):
             return None
-        captured = float(np.sum((space.basis.T @ inner) ** 2))
-        if captured < inner.shape[1] * (1.0 - 1e-9):
-            return None
+        if not inner.same_as(space):
+            captured = float(np.sum(space.apply_transpose(inner.dense_basis().T) ** 2))
+            if captured < inner.rank * (1.0 - 1e-9):
+                return None
     return ReleaseReading(space, weights, on_hull=shaped or sharing)
 
 
@@ -239,8 +357,7 @@ def known_law_fit(defense: Defense, population: Population, n_members: int,
         if reading.weights is not None:  # attributes released without noise (suppression)
             return None
         if isinstance(defense, ShapedNoiseDefense):
-            if defense.space.basis.shape != space.basis.shape or not (
-                    defense.space is space or np.array_equal(defense.space.basis, space.basis)):
+            if not defense.space.same_as(space):
                 return None
             retained, scales = 1.0 - defense.direction_shrink, defense.direction_scales
         elif isinstance(defense, ProjectedDefense) or np.ptp(defense.shrink) or np.ptp(defense.scale):

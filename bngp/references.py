@@ -41,6 +41,7 @@ from functools import partial
 import numpy as np
 import torch
 
+from bngp.data import geometry
 from bngp.data.geometry import PopulationSpace, shaping_applies
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
@@ -52,15 +53,15 @@ from bngp.defenses.shrinkage import ShrinkNoiseDefense
 from bngp.errors import InputError, InsufficientMemoryError
 from bngp.memory import require_memory
 from bngp.metrics import auc, tpr_at_fpr
-from bngp.reading import ReleaseReading, as_read, known_law_fit
+from bngp.reading import ReleaseReading, as_read, draw_bytes, known_law_fit, reads_in_coordinates
 from bngp.release.sampling import release_mechanism, release_tensor
 from bngp.linear import LinearFit, converged_fit_bytes, coordinate_curve_start, default_shadow_releases, \
     fit_converged_jointly, fit_ridge, fit_ridge_and_whitened, max_shadow_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 
 __all__ = ["ALWAYS_CONVERGED", "SCREEN_MARGIN", "SHAPED_GAUSSIAN", "SHAPED_OPTIMUM", "SHRINK_GRID", "TEST_RELEASES",
-           "LinearAttackScore", "ReferenceScore", "ReferenceRanking", "check_linear_attack_memory", "linear_attack_score",
-           "rank_references", "screening_score", "within_release"]
+           "LinearAttackScore", "ReferenceScore", "ReferenceRanking", "check_linear_attack_memory",
+           "linear_attack_bytes", "linear_attack_score", "rank_references", "screening_score", "within_release"]
 
 #: the uniform shrinkages tried for the ``shrinkage`` reference.
 SHRINK_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -124,7 +125,8 @@ class ReferenceScore:
 @dataclass(frozen=True, eq=False)
 class ReferenceRanking:
     """Every reference at one budget with its score, and the best one (the defender's start); ``skipped`` says why
-    the references shaped to the population are missing where they would apply (memory); ``build_seconds`` is
+    references are missing where they would apply (memory: those shaped to the population, the per-attribute
+    linear-decoder optimum read on the whole release, the row-space optimum without a held basis); ``build_seconds`` is
     the wall time of building (calibrating) the references, before any is scored."""
 
     budget: UtilityBudget
@@ -196,15 +198,32 @@ def within_release(scores: np.ndarray) -> np.ndarray:
     return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 0)
 
 
+def linear_attack_bytes(population: Population, composition: int = 1, test_releases: int = TEST_RELEASES,
+                        coordinates: bool = False) -> int:
+    """An upper estimate of the peak memory of :func:`linear_attack_score` on the releases of a defense of
+    ``population`` (``composition`` releases of |Q| values each), read whole
+    (:func:`bngp.linear.converged_fit_bytes` at |Q| outputs) or, with ``coordinates``, in the r <= K - 1 row-space
+    coordinates (the same fit on r outputs over as many shadow releases as the whole release's curve may draw, and
+    the draws' temporaries, :func:`bngp.reading.draw_bytes`; the geometry checks its own)."""
+    k, width = population.n_individuals, population.n_attributes * int(composition)
+    held_out = _VALIDATION_RELEASES + test_releases
+    if not coordinates:
+        return converged_fit_bytes(k, width, held_out)
+    rank, releases = min(k - 1, width), max(max_shadow_releases(k, width), held_out)
+    held = width * rank <= geometry.HELD_BASIS_VALUES  # PopulationSpace.of's rule
+    return converged_fit_bytes(k, rank, held_out, releases) + draw_bytes(width, k, releases, held)
+
+
 def check_linear_attack_memory(population: Population, composition: int = 1, hint: str = "",
-                               test_releases: int = TEST_RELEASES) -> None:
+                               test_releases: int = TEST_RELEASES, coordinates: bool = False) -> None:
     """Raise :class:`bngp.errors.InsufficientMemoryError` (naming the sizes, then ``hint``) when the
     converged linear attack of :func:`linear_attack_score` on the releases of a defense of
-    ``population`` (``composition`` releases of |Q| values each) needs more memory than is available
-    (:func:`bngp.linear.converged_fit_bytes`)."""
+    ``population`` (``composition`` releases of |Q| values each), read whole or in the row-space coordinates
+    (``coordinates``), needs more memory than is available (:func:`linear_attack_bytes`)."""
     k, width = population.n_individuals, population.n_attributes * int(composition)
-    require_memory(converged_fit_bytes(k, width, _VALIDATION_RELEASES + test_releases),
-                   f"the converged linear attack at {k:,} individuals x {width:,} released values", hint)
+    read = f"{min(k - 1, width):,} row-space coordinates of {width:,}" if coordinates else f"{width:,}"
+    require_memory(linear_attack_bytes(population, composition, test_releases, coordinates),
+                   f"the converged linear attack at {k:,} individuals x {read} released values", hint)
 
 
 def linear_attack_score(defense: Defense, population: Population, n_members: int, seed: SeedLike,
@@ -258,12 +277,15 @@ def screening_score(defense: Defense, population: Population, n_members: int, se
 
 def _reading(defense: Defense, population: Population, n_members: int, seed: SeedLike, test_releases: int,
              space: PopulationSpace | None, whole: bool):
-    """What :func:`linear_attack_score` and :func:`screening_score` share, after the memory check: the defense as
-    read and its reading (:func:`bngp.reading.as_read`, None with ``whole``), the shadow sampler and its prior, the
-    test releases (a stream of their own, so both read the same ones from the same ``seed``) and the known-law map
-    (:func:`known_law_fit`, or None)."""
-    check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
+    """What :func:`linear_attack_score` and :func:`screening_score` share, after the memory check of the reading: the
+    defense as read and its reading (:func:`bngp.reading.as_read`, None with ``whole``), the shadow sampler and its
+    prior, the test releases (a stream of their own, so both read the same ones from the same ``seed``) and the
+    known-law map (:func:`known_law_fit`, or None)."""
+    if whole or not reads_in_coordinates(defense, population):
+        check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
     defense, coordinates = (defense, None) if whole else as_read(defense, population, n_members, space)
+    check_linear_attack_memory(population, defense.composition, test_releases=test_releases,
+                               coordinates=coordinates is not None)
     shadow_seed, test_seed = spawn_seeds(resolve_seed(seed), 2)
     sample, prior = _sampler(population, n_members, defense, shadow_seed, coordinates)
     test = _sampler(population, n_members, defense, test_seed, coordinates)[0](test_releases)
@@ -290,13 +312,13 @@ def _tested(fits: list[LinearFit], releases: int, test: tuple[torch.Tensor, torc
 
 
 def _shaped_candidates(setting: BudgetSetting, budget: UtilityBudget,
-                       shrink_grid: tuple[float, ...]) -> tuple[list[tuple[str, Defense]], str | None]:
-    """The references shaped to the candidates' row space at the budget (module docstring), and why there are
-    none when the row space's basis does not fit in memory."""
+                       shrink_grid: tuple[float, ...]) -> tuple[list[tuple[str, Defense]], str | None, list[str]]:
+    """The references shaped to the candidates' row space at the budget (module docstring); why there are none when
+    the row space does not fit in memory; and why the row-space optimum is missing where the basis is not held."""
     try:
         setting.space
     except InsufficientMemoryError as error:
-        return [], f"no references shaped to the population: {error}"
+        return [], f"no references shaped to the population: {str(error).rstrip('.')}", []
     candidates: list[tuple[str, Defense]] = []
     for weighting in WEIGHTINGS:
         for shrink in (0.0, *shrink_grid):
@@ -306,19 +328,31 @@ def _shaped_candidates(setting: BudgetSetting, budget: UtilityBudget,
                 continue
             name = "gaussian" if shrink == 0 else f"shrinkage a={shrink:g}"
             candidates.append((f"{name} population {weighting}", defense))
+    if not setting.space.holds_basis:
+        return candidates, None, [f"no {SHAPED_OPTIMUM}: its search forms the marginal noise scales of every shape it "
+                                  f"tries, each a pass through the candidates at {setting.space.n_attributes:,} "
+                                  "attributes, whose basis is not held"]
     try:
         candidates.append((SHAPED_OPTIMUM, row_space_optimal_at_budget(setting, budget)))
     except InputError:  # no shrinkage in the row space fits the budget
         pass
-    return candidates, None
+    return candidates, None, []
 
 
 def _candidates(population: Population, setting: BudgetSetting, budget: UtilityBudget, laws: tuple[str, ...],
-                shrink_grid: tuple[float, ...]) -> tuple[list[tuple[str, Defense]], str | None]:
-    """Every reference of :func:`rank_references` at ``budget``, labelled, time-sharing last; and why those shaped to
-    the population are missing where they would apply."""
+                shrink_grid: tuple[float, ...]) -> tuple[list[tuple[str, Defense]], str | None, list[str]]:
+    """Every reference of :func:`rank_references` at ``budget``, labelled, time-sharing last; why those shaped to the
+    population are missing where they would apply; and why others are missing (the per-attribute linear-decoder
+    optimum, read on the whole release, where that attack would not fit in memory)."""
     candidates: list[tuple[str, Defense]] = [("laplace", reference_at_budget("laplace", setting, budget)),
                                              ("gaussian", reference_at_budget("gaussian", setting, budget))]
+    missing = []
+    try:  # the per-attribute optimum forms the centred candidates and is read on the whole release
+        check_linear_attack_memory(population)
+        whole_fits = True
+    except InsufficientMemoryError as error:
+        whole_fits = False
+        missing.append(f"no per-attribute linear-optimal reference: {str(error).rstrip('.')}")
     for law in laws:
         for shrink in shrink_grid:
             try:
@@ -326,12 +360,15 @@ def _candidates(population: Population, setting: BudgetSetting, budget: UtilityB
             except InputError:  # the shrinkage alone spends more than the budget
                 continue
             candidates.append((f"shrinkage {law} a={shrink:g}", defense))
-        candidates.append((f"linear-optimal {law}", reference_at_budget("linear-optimal", setting, budget, law=law)))
+        if whole_fits:
+            candidates.append((f"linear-optimal {law}", reference_at_budget("linear-optimal", setting, budget,
+                                                                            law=law)))
     candidates.append(("suppression", reference_at_budget("suppression", setting, budget)))
-    shaped, skipped = _shaped_candidates(setting, budget, shrink_grid) if shaping_applies(population) else ([], None)
+    shaped, skipped, left_out = (_shaped_candidates(setting, budget, shrink_grid) if shaping_applies(population)
+                                 else ([], None, []))
     candidates += shaped
     candidates.append(("time-sharing", reference_at_budget("time-sharing", setting, budget)))
-    return candidates, skipped
+    return candidates, skipped, missing + left_out
 
 
 def rank_references(population: Population, n_members: int, budget: str | float, seed: SeedLike = 0, *,
@@ -362,13 +399,14 @@ def rank_references(population: Population, n_members: int, budget: str | float,
     building = time.perf_counter()
     setting = setting or BudgetSetting.of(population, n_members)
     resolved = setting.resolve(budget)
-    candidates, skipped = _candidates(population, setting, resolved, laws, shrink_grid)
+    candidates, unshaped, missing = _candidates(population, setting, resolved, laws, shrink_grid)
+    skipped = "; ".join(([unshaped] if unshaped else []) + missing) or None
     if skipped and progress:
         print(f"[references] {skipped}", file=sys.stderr, flush=True)
     build_seconds = time.perf_counter() - building
     seeds = spawn_seeds(seed, len(candidates))
-    reading = {"space": setting.space if shaping_applies(population) and not skipped else None,
-               "whole": skipped is not None}
+    reading = {"space": setting.space if shaping_applies(population) and not unshaped else None,
+               "whole": unshaped is not None}
     seconds = [0.0] * len(candidates)
 
     def read(index: int, score: Callable[..., LinearAttackScore], stream: int) -> LinearAttackScore:

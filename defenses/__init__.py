@@ -65,6 +65,8 @@ from .shrinkage import NOISE_LAWS, ShrinkNoiseDefense, clipped_deviation_loss, c
 from .shaped import WEIGHTINGS, ProjectedDefense, ShapedNoiseDefense, direction_weights, pairwise_sensitivity
 from .budget import (
     CALIBRATION_DRAWS,
+    CALIBRATION_VALUES,
+    calibration_draws,
     CALIBRATION_SEED,
     REFERENCE_KINDS,
     BudgetSetting,
@@ -102,6 +104,8 @@ __all__ = [
     "pairwise_sensitivity",
     "shaped_at_budget",
     "CALIBRATION_DRAWS",
+    "CALIBRATION_VALUES",
+    "calibration_draws",
     "CALIBRATION_SEED",
     "REFERENCE_KINDS",
     "BudgetSetting",

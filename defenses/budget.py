@@ -8,7 +8,7 @@ which leaks nothing: only budgets U < L0 ask for a trade-off.  ``0.5x`` means U 
 Every reference here is a :class:`~bngp.defenses.shrinkage.ShrinkNoiseDefense`
 x = clip(t + (1 - a) o (f(D) - t) + s o e, 0, 1) whose expected loss, over the prior's memberships
 and the noise, is U (the closed form of :func:`~bngp.defenses.shrinkage.clipped_deviation_loss`,
-averaged over :data:`CALIBRATION_DRAWS` memberships drawn with :data:`CALIBRATION_SEED`; the noise is
+averaged over :func:`calibration_draws` memberships drawn with :data:`CALIBRATION_SEED`; the noise is
 scaled by Brent's method):
 
 - ``laplace`` / ``gaussian``: a = 0, one scale (plain DP noise; Dwork et al. 2006, Balle & Wang 2018);
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bngp.data.geometry import PopulationSpace
+from bngp.data.geometry import PopulationSpace, column_blocks
 from bngp.data.population import Population
 from bngp.data.priors import UniformSubsetPrior
 from bngp.errors import InputError
@@ -59,6 +59,8 @@ __all__ = [
     "spec_factory",
     "CALIBRATION_DRAWS",
     "CALIBRATION_SEED",
+    "CALIBRATION_VALUES",
+    "calibration_draws",
     "MEASUREMENT_SEED",
     "REFERENCE_KINDS",
     "SPACES",
@@ -76,8 +78,12 @@ __all__ = [
     "reference_at_budget",
 ]
 
-#: memberships over which a mechanism's expected loss is averaged (the same draws for every mechanism).
+#: memberships over which a mechanism's expected loss is averaged (the same draws for every mechanism), at most.
 CALIBRATION_DRAWS = 2000
+#: the most statistics (memberships x |Q|) the calibration holds (float64, 256 MiB): :func:`calibration_draws`.
+CALIBRATION_VALUES = 2**25
+#: the fewest calibration memberships.
+_MIN_CALIBRATION_DRAWS = 16
 #: the seed of those draws: fixed, so that every calibration and every measurement of a loss against a
 #: budget reads the same memberships.
 CALIBRATION_SEED = 20241009
@@ -136,7 +142,7 @@ class UtilityBudget:
 @dataclass(frozen=True, eq=False)
 class BudgetSetting:
     """What calibrating to a budget needs of a population: N, t = f(theta) and f(D) on
-    :data:`CALIBRATION_DRAWS` memberships of the "N of K" prior drawn with :data:`CALIBRATION_SEED`."""
+    :func:`calibration_draws` memberships of the "N of K" prior drawn with :data:`CALIBRATION_SEED`."""
 
     population: Population
     n_members: int
@@ -145,7 +151,10 @@ class BudgetSetting:
     statistics: np.ndarray
 
     @classmethod
-    def of(cls, population: Population, n_members: int, draws: int = CALIBRATION_DRAWS) -> "BudgetSetting":
+    def of(cls, population: Population, n_members: int, draws: int | None = None) -> "BudgetSetting":
+        """The setting of ``population`` for datasets of ``n_members``, over ``draws`` memberships (default
+        :func:`calibration_draws` of its width)."""
+        draws = calibration_draws(population.n_attributes) if draws is None else int(draws)
         prior = UniformSubsetPrior(population.n_individuals, n_members)
         b = prior.sample(draws, make_rng(CALIBRATION_SEED))
         statistics = np.asarray(allele_frequencies(b, population.genotypes), dtype=np.float64)
@@ -233,6 +242,12 @@ class BudgetSetting:
         return cached
 
 
+def calibration_draws(width: int) -> int:
+    """The calibration memberships at ``width`` attributes: :data:`CALIBRATION_DRAWS`, fewer where their statistics
+    would hold more than :data:`CALIBRATION_VALUES` values, at least 16 (each one's loss is a mean over |Q| values)."""
+    return max(_MIN_CALIBRATION_DRAWS, min(CALIBRATION_DRAWS, CALIBRATION_VALUES // max(1, int(width))))
+
+
 def _newton_from(excess, point: float, budget: float) -> float:
     """The root of an increasing ``excess`` (c -> (value, derivative)) on (0, inf), negative at 0: Newton's steps from
     ``point``, each kept inside the bracket the values so far give (its midpoint, or twice the point while nothing
@@ -276,12 +291,16 @@ def shrinkage_at_budget(setting: BudgetSetting, budget: UtilityBudget, shrink: f
 
 
 def _exposure_per_loss(setting: BudgetSetting) -> np.ndarray:
-    """r_j of the module docstring (0 for an attribute every individual shares)."""
-    genotypes = np.asarray(setting.population.genotypes, dtype=np.float64)
-    frequency = genotypes.mean(axis=0)
+    """r_j of the module docstring (0 for an attribute every individual shares), from the candidates block by block
+    of attributes."""
+    frequency, moment = np.empty(setting.target.size), np.empty(setting.target.size)
+    for start, stop, block in column_blocks(setting.population.genotypes):
+        dense = np.asarray(block, dtype=np.float64)
+        mean = dense.mean(axis=0)
+        spread = mean * (1.0 - mean)
+        frequency[start:stop] = mean
+        moment[start:stop] = (((dense - mean) ** 2 / np.where(spread > 0, spread, 1.0)) ** 2).mean(axis=0)
     spread = frequency * (1.0 - frequency)
-    safe = np.where(spread > 0, spread, 1.0)
-    moment = (((genotypes - frequency) ** 2 / safe) ** 2).mean(axis=0)
     cost = np.abs(setting.statistics - setting.target).mean(axis=0)
     return np.where((spread > 0) & (cost > 0), moment / np.where(cost > 0, cost, 1.0), 0.0)
 

@@ -107,7 +107,7 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
             raise InputError("the shrinkage a must lie in [0, 1].")
         width = space.n_attributes
         if marginal is None:
-            marginal = np.sqrt(np.maximum((space.basis**2) @ direction_scales**2, 0.0))
+            marginal = np.sqrt(np.maximum(space.marginal_variances(direction_scales), 0.0))
         uniform = not space.rank or np.ptp(direction_shrink) == 0
         mean = (float(direction_shrink[0]) if space.rank else 0.0) if uniform else float(direction_shrink.mean())
         super().__init__(np.full(width, mean), marginal, space.target,
@@ -119,8 +119,8 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         self._shift = _shift
 
     def _parameters(self) -> tuple[np.ndarray, ...]:
-        """What fixes the release's law: (a_i, w_i, t, V)."""
-        return self.direction_shrink, self.direction_scales, self.target, self.space.basis
+        """What fixes the release's law: (a_i, w_i, t, and V through U and s of the same candidates)."""
+        return self.direction_shrink, self.direction_scales, self.target, self.space.left, self.space.singular_values
 
     @property
     def uniform(self) -> bool:
@@ -150,12 +150,11 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         space x is t whatever f(D) (rounding, a direction below the rank tolerance) and the guarantee in the
         coordinates covers the whole release."""
         if isinstance(x_hat, torch.Tensor):
-            basis = torch.as_tensor(self.space.basis, dtype=torch.float64)
             centred = x_hat.detach().cpu().double() - torch.as_tensor(self.target, dtype=torch.float64)
             kept = torch.as_tensor(1.0 - self.direction_shrink, dtype=torch.float64)
-            return ((centred @ basis) * kept) @ basis.T - centred
+            return self.space.apply(self.space.apply_transpose(centred) * kept) - centred
         centred, coordinates = self.space.centred_coordinates(x_hat)
-        return (coordinates * (1.0 - self.direction_shrink)) @ self.space.basis.T - centred
+        return self.space.embed(coordinates * (1.0 - self.direction_shrink)) - centred
 
     def expected_loss(self, x_hat: np.ndarray | StatisticLevels) -> float:
         """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|, or their
@@ -191,14 +190,13 @@ class ShapedNoiseDefense(ShrinkNoiseDefense):
         if width != self.target.size:
             raise InputError(f"this mechanism releases {self.target.size} attributes, the statistic has {width}.")
         unit = torch.randn((rows, self.space.rank), generator=generator, dtype=torch.float64)
-        basis = torch.as_tensor(self.space.basis, dtype=torch.float64)
         scales = torch.as_tensor(self.direction_scales, dtype=torch.float64)
         kept = torch.as_tensor(1.0 - self.direction_shrink, dtype=torch.float64)
         centred = x_hat.detach().cpu().double() - torch.as_tensor(self.target, dtype=torch.float64)
         # xi = V (diag(1 - a) V^T (x_hat - t) + w o g) - (x_hat - t): the signal shift of signal_shift and the
         # noise in one pass through the basis each way
-        coordinates = (centred @ basis).mul_(kept).add_(unit.mul_(scales))
-        return (coordinates @ basis.T).sub_(centred).to(device=x_hat.device)
+        coordinates = self.space.apply_transpose(centred).mul_(kept).add_(unit.mul_(scales))
+        return self.space.apply(coordinates).sub_(centred).to(device=x_hat.device)
 
     @property
     def noise_law(self) -> NoiseLaw | None:
@@ -249,12 +247,12 @@ class ProjectedDefense(Defense):
             raise InputError(f"this mechanism releases {self.space.n_attributes} attributes, the statistic has "
                              f"{x_hat.shape[1]}.")
         raw = self.inner.noise(b, x_hat, generator).detach().cpu().double()
-        basis = torch.as_tensor(self.space.basis, dtype=torch.float64)
         target = torch.as_tensor(self.space.target, dtype=torch.float64)
         statistic = x_hat.detach().cpu().double()
         # xi = P(f(D) + n) - f(D), P(y) = t + V V^T (y - t): post-processing of the inner release for every f(D)
         # (= V V^T n when f(D) lies in the affine hull)
-        return (target + ((statistic + raw - target) @ basis) @ basis.T - statistic).to(device=x_hat.device)
+        return (target + self.space.apply(self.space.apply_transpose(statistic + raw - target))
+                - statistic).to(device=x_hat.device)
 
     @property
     def guarantee(self) -> Guarantee | None:

@@ -163,6 +163,11 @@ def _clipped_deviation(law: str, shift, scale, x_hat, slope: bool
     return loss.reshape(shape), None if slopes is None else tuple(part.reshape(shape) for part in slopes)
 
 
+#: levels over which :meth:`StatisticLevels.mean_of` evaluates a closed form at once (bounds its float64 temporaries:
+#: a beacon's 2,500 x 10^6 calibration holds millions of levels).
+LEVEL_CHUNK = 2**20
+
+
 @dataclass(frozen=True, eq=False)
 class StatisticLevels:
     """Rows of statistics f(D) (B, |Q|) held as the distinct values each attribute takes and how often.
@@ -198,6 +203,20 @@ class StatisticLevels:
     def mean(self, values: np.ndarray) -> float:
         """The mean over rows and attributes of a quantity given at each level (P,)."""
         return float(np.dot(values, self.weights) / self.statistics.size)
+
+    def mean_of(self, terms):
+        """The means over rows and attributes of the quantities ``terms(part)`` gives at the levels ``part`` (a slice;
+        one array or a tuple of arrays), evaluated :data:`LEVEL_CHUNK` levels at a time so that their temporaries stay
+        bounded: a float, or a tuple of floats.  With at most :data:`LEVEL_CHUNK` levels, :meth:`mean` of each."""
+        total = None
+        for start in range(0, max(self.values.size, 1), LEVEL_CHUNK):
+            part = slice(start, start + LEVEL_CHUNK)
+            given = terms(part)
+            single = not isinstance(given, tuple)
+            sums = [float(np.dot(value, self.weights[part])) for value in ((given,) if single else given)]
+            total = sums if total is None else [a + b for a, b in zip(total, sums)]
+        means = tuple(value / self.statistics.size for value in total)
+        return means[0] if single else means
 
 
 class ShrinkNoiseDefense(Defense):
@@ -243,22 +262,33 @@ class ShrinkNoiseDefense(Defense):
     def expected_loss(self, x_hat: np.ndarray | StatisticLevels) -> float:
         """E mean_j |x_j - f(D)_j| over the noise, averaged over the rows of ``x_hat`` (B, |Q|), given as they are or
         as their :class:`StatisticLevels` (each attribute's loss depends on its own f(D)_j alone: the same mean)."""
+        if isinstance(x_hat, StatisticLevels):
+            return x_hat.mean_of(lambda part: clipped_deviation_loss(self.law, *self._level_arguments(x_hat, part)))
         shift, scale, values, mean = self._closed_form_arguments(x_hat)
         return mean(clipped_deviation_loss(self.law, shift, scale, values))
 
     def expected_loss_and_slope(self, x_hat: np.ndarray | StatisticLevels) -> tuple[float, float]:
         """:meth:`expected_loss` and its derivative d/dk, at k = 1, of the loss of the same mechanism with every
         scale times k: the mean of s_j dE_j/ds_j (:func:`clipped_deviation_loss_and_slopes`)."""
+        if isinstance(x_hat, StatisticLevels):
+            def terms(part: slice) -> tuple[np.ndarray, np.ndarray]:
+                shift, scale, values = self._level_arguments(x_hat, part)
+                loss, by_scale, _ = clipped_deviation_loss_and_slopes(self.law, shift, scale, values)
+                return loss, by_scale * scale
+
+            return x_hat.mean_of(terms)
         shift, scale, values, mean = self._closed_form_arguments(x_hat)
         loss, by_scale, _ = clipped_deviation_loss_and_slopes(self.law, shift, scale, values)
         return mean(loss), mean(by_scale * scale)
 
-    def _closed_form_arguments(self, x_hat: np.ndarray | StatisticLevels):
-        """(shift a (t - f(D)), scale, f(D), the mean over rows and attributes) of the closed form at ``x_hat``'s rows
-        or at their levels."""
-        if isinstance(x_hat, StatisticLevels):
-            columns, values = x_hat.columns, x_hat.values
-            return self.shrink[columns] * (self.target[columns] - values), self.scale[columns], values, x_hat.mean
+    def _level_arguments(self, levels: "StatisticLevels", part: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(shift a (t - f(D)), scale, f(D)) of the closed form at the levels ``part`` of ``levels``."""
+        columns, values = levels.columns[part], levels.values[part]
+        return self.shrink[columns] * (self.target[columns] - values), self.scale[columns], values
+
+    def _closed_form_arguments(self, x_hat: np.ndarray):
+        """(shift a (t - f(D)), scale, f(D), the mean over rows and attributes) of the closed form at ``x_hat``'s
+        rows."""
         x_hat = np.asarray(x_hat, dtype=np.float64)
         return self.shrink * (self.target - x_hat), self.scale, x_hat, lambda terms: float(terms.mean())
 
@@ -270,11 +300,19 @@ class ShrinkNoiseDefense(Defense):
             unit = sample_laplace((rows, width), 1.0, generator)
         else:
             unit = torch.randn((rows, width), generator=generator, dtype=torch.float64)
-        scale = torch.as_tensor(self.scale, dtype=torch.float64)
-        shrink = torch.as_tensor(self.shrink, dtype=torch.float64)
-        target = torch.as_tensor(self.target, dtype=torch.float64)
-        xi = unit.mul_(scale).add_(shrink * (target - x_hat.detach().cpu().double()))
+        xi = unit.mul_(torch.as_tensor(self.scale, dtype=torch.float64))
+        if np.any(self.shrink):  # the shift a o (t - x_hat), formed in one float64 copy of x_hat
+            shift = x_hat.detach().cpu().to(torch.float64, copy=True).neg_()
+            shift.add_(torch.as_tensor(self.target, dtype=torch.float64)).mul_(torch.as_tensor(self.shrink,
+                                                                                                dtype=torch.float64))
+            xi.add_(shift)
         return xi.to(device=x_hat.device)
+
+    def columns(self, start: int, stop: int) -> "ShrinkNoiseDefense":
+        """The same mechanism on the attributes [start, stop) alone: each attribute's release depends on its own
+        statistic, shrinkage, scale and noise, so these are the columns [start, stop) of its releases, in law."""
+        return ShrinkNoiseDefense(self.shrink[start:stop], self.scale[start:stop], self.target[start:stop], self.law,
+                                  self.n_members, self.label, self.details, self.name)
 
     def _parameters(self) -> tuple[np.ndarray, ...]:
         """What fixes the release's law besides the noise law: (a, s, t)."""

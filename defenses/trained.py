@@ -89,7 +89,7 @@ class TrainedDefense(Defense):
             return ShrinkNoiseDefense(shrink, scale, target, defender.spec.noise_law, members, "trained", details,
                                       self.name)
         basis = defender.noise_basis.detach().double().cpu().numpy()
-        if space is None or space.basis.shape != basis.shape or space.n_members != members \
+        if space is None or not space.holds_basis or space.basis.shape != basis.shape or space.n_members != members \
                 or float(np.abs(space.basis - basis).max(initial=0.0)) > BASIS_TOLERANCE \
                 or defender.spec.noise_law != "gaussian":
             return None

@@ -73,3 +73,11 @@ def test_every_package_is_listed_in_pyproject():
             parts = init.parent.relative_to(ROOT / folder).parts
             found.add(".".join((name, *parts)))
     assert found <= listed, f"missing from pyproject.toml's packages: {sorted(found - listed)}"
+
+
+def test_every_public_name_resolves():
+    """Every name of ``bngp.__all__`` is importable from the package (each lazy export names its home module)."""
+    import bngp
+
+    for name in bngp.__all__:
+        assert getattr(bngp, name) is not None, name

@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
     population, _ = load_population_and_prior(args.population, args.members)
     defense = parse_defense_spec(args.defense, DefenseContext(population, args.members))
     if args.decision:  # a decision that would not fit in memory fails before any work
-        check_decision_memory(population, defense.composition)
+        check_decision_memory(population, defense.composition, defense)
     result = audit_mechanism(
         population,
         defense,

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         setting = BudgetSetting.of(population, args.members)
         budget = setting.resolve(budget_text)
     if args.decision:  # a decision that would not fit in memory fails before any work
-        check_decision_memory(population, defense.composition)
+        check_decision_memory(population, defense.composition, defense)
     workers = resolve_workers(args.workers, population.n_individuals * population.n_attributes * defense.composition)
     result = evaluate_defense(population, prior, defense, args.attacks, releases=args.releases, seed=args.seed,
                               n_members=args.members, progress=not args.quiet, device=device, attacker=attacker,

@@ -73,7 +73,7 @@ def start_defender(defender: Defender, reference: ShrinkNoiseDefense) -> None:
         defender.skip.weight.zero_()
     defender.set_shrink_target(reference.target)
     if isinstance(reference, ShapedNoiseDefense):
-        defender.set_noise_basis(reference.space.basis)
+        defender.set_noise_basis(reference.space.dense_basis())
         defender.shrink_weight.copy_(torch.as_tensor(reference.direction_shrink, dtype=torch.float32))
         defender.noise_scale.copy_(torch.as_tensor(reference.direction_scales, dtype=torch.float32))
     else:
@@ -154,7 +154,7 @@ class BudgetSurface:
     @classmethod
     def of(cls, start: ShrinkNoiseDefense, population: Population, prior, budget: float) -> "BudgetSurface":
         setting = BudgetSetting.of(population, int(round(float(np.sum(prior.marginals)))), draws=SURFACE_DRAWS)
-        basis = start.space.basis if isinstance(start, ShapedNoiseDefense) else None
+        basis = start.space.dense_basis() if isinstance(start, ShapedNoiseDefense) else None
         return cls(setting.statistics, start.target, start.law, float(budget), basis)
 
     def _shift(self, shrink: np.ndarray, factor: float = 1.0) -> np.ndarray:

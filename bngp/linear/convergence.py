@@ -96,15 +96,16 @@ _PEAK_BYTES_PER_MAP_VALUE = 48
 _PEAK_BYTES_PER_HELD_OUT_VALUE = 12
 
 
-def converged_fit_bytes(n_individuals: int, n_outputs: int, held_out_releases: int = 1000) -> int:
+def converged_fit_bytes(n_individuals: int, n_outputs: int, held_out_releases: int = 1000,
+                        releases: int | None = None) -> int:
     """An upper estimate of the peak memory (bytes) of :func:`fit_converged_jointly` with
-    :func:`bngp.linear.whitened.fit_ridge_and_whitened` up to :func:`max_shadow_releases`, scored on
-    ``held_out_releases`` validation and test releases:
-    28 R_max |Q| + 48 K |Q| + 12 V |Q| (R_max shadow releases, V held-out ones; the bytes per value
+    :func:`bngp.linear.whitened.fit_ridge_and_whitened` up to R_max = ``releases`` shadow releases (default
+    :func:`max_shadow_releases`), scored on ``held_out_releases`` validation and test releases:
+    28 R_max |Q| + 48 K |Q| + 12 V |Q| (V held-out releases; the bytes per value
     are those of the arrays held at once, listed above; ``docs/design/linear.md`` compares the
     estimate with measured peaks)."""
     k, q = int(n_individuals), int(n_outputs)
-    shadow = max_shadow_releases(k, q) * q
+    shadow = (max_shadow_releases(k, q) if releases is None else int(releases)) * q
     return (_PEAK_BYTES_PER_SHADOW_VALUE * shadow + _PEAK_BYTES_PER_MAP_VALUE * k * q
             + _PEAK_BYTES_PER_HELD_OUT_VALUE * int(held_out_releases) * q)
 

