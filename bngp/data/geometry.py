@@ -172,10 +172,14 @@ class PopulationSpace:
     @property
     def leverages(self) -> np.ndarray:
         """||V_j||^2 per attribute: the share of unit row-space noise that lands on attribute j (sum = r),
-        computed once."""
+        computed once (read-only)."""
         cached = self.__dict__.get("_leverages")
         if cached is None:
-            cached = self.marginal_variances(np.ones(self.rank))
+            if self.basis is not None:
+                cached = np.einsum("ji,ji->j", self.basis, self.basis)
+            else:
+                cached = self.marginal_variances(np.ones(self.rank))
+            cached.flags.writeable = False
             object.__setattr__(self, "_leverages", cached)
         return cached
 
