@@ -281,11 +281,13 @@ def _reading(defense: Defense, population: Population, n_members: int, seed: See
     defense as read and its reading (:func:`bngp.reading.as_read`, None with ``whole``), the shadow sampler and its
     prior, the test releases (a stream of their own, so both read the same ones from the same ``seed``) and the
     known-law map (:func:`known_law_fit`, or None)."""
-    if whole or not reads_in_coordinates(defense, population):
+    read_whole = whole or not reads_in_coordinates(defense, population)
+    if read_whole:  # refused before the geometry is built
         check_linear_attack_memory(population, defense.composition, test_releases=test_releases)
     defense, coordinates = (defense, None) if whole else as_read(defense, population, n_members, space)
-    check_linear_attack_memory(population, defense.composition, test_releases=test_releases,
-                               coordinates=coordinates is not None)
+    if not read_whole:  # in coordinates, or whole where the geometry did not fit
+        check_linear_attack_memory(population, defense.composition, test_releases=test_releases,
+                                   coordinates=coordinates is not None)
     shadow_seed, test_seed = spawn_seeds(resolve_seed(seed), 2)
     sample, prior = _sampler(population, n_members, defense, shadow_seed, coordinates)
     test = _sampler(population, n_members, defense, test_seed, coordinates)[0](test_releases)
