@@ -8,7 +8,11 @@ shadow releases with the penalty chosen by validation AUC over the whole spectru
 (:func:`bngp.linear.fit_converged_jointly`), and scored on fresh test releases beside the linear MMSE map at the
 mechanism's known law (:func:`known_law_fit`: the attacker knows the candidates and the mechanism, section 2): the
 strongest map's AUC (pooled over releases and individuals) and TPR at 1% and 0.1% FPR, its scores read as they
-are or standardised within each release (:func:`within_release`), whichever reads more.  The uniform shrinkage
+are or standardised within each release (:func:`within_release`), whichever reads more.  Each map is also read
+at its posterior's mode over the memberships' hull (:class:`bngp.linear.BoxDecoder`, the box-constrained
+reconstruction: a release exact in many directions is decoded exactly, which no linear map does), with the map's
+error covariance in closed form for the known law and estimated on shadow releases for a fitted map (on fresh ones
+for the converged maps, on the fit's own for the screening ridge).  The uniform shrinkage
 is chosen the same way, over a grid of a.  The ranking screens first (:func:`screening_score`, the known-law map
 alone where there is one): a reference whose screening already reads above the best converged reading by more
 than :data:`SCREEN_MARGIN` cannot be the best and keeps its screening reading (``converged`` False).  Time-sharing is scored for the record but never chosen (its
@@ -55,8 +59,9 @@ from bngp.memory import require_memory
 from bngp.metrics import auc, tpr_at_fpr
 from bngp.reading import ReleaseReading, as_read, draw_bytes, known_law_fit, reads_in_coordinates
 from bngp.release.sampling import release_mechanism, release_tensor
-from bngp.linear import LinearFit, converged_fit_bytes, coordinate_curve_start, default_shadow_releases, \
-    fit_converged_jointly, fit_ridge, fit_ridge_and_whitened, max_shadow_releases
+from bngp.linear import BoxDecoder, LinearFit, box_bytes, converged_fit_bytes, coordinate_curve_start, \
+    default_shadow_releases, error_covariance, fit_converged_jointly, fit_ridge, fit_ridge_and_whitened, \
+    max_shadow_releases
 from bngp.rng import SeedLike, resolve_seed, spawn_seeds, torch_generator
 
 __all__ = ["ALWAYS_CONVERGED", "SCREEN_MARGIN", "SHAPED_GAUSSIAN", "SHAPED_OPTIMUM", "SHRINK_GRID", "TEST_RELEASES",
@@ -171,7 +176,8 @@ class LinearAttackScore:
     1% and 0.1% FPR, the shadow releases of its converged fit, and whether its scores were standardised within
     each release (:func:`within_release`); ``converged`` False for a screening reading (:func:`screening_score`),
     which the converged attack reads at least as high; ``map`` the map that read it ("ridge", "whitened" or "known
-    law", :func:`known_law_fit`; 0 shadow releases for the known law alone)."""
+    law", :func:`known_law_fit`; 0 shadow releases for the known law alone; "... + box" where its box-constrained
+    decoding, :class:`bngp.linear.BoxDecoder`, read higher)."""
 
     auc: float
     tpr_at_1pct: float
@@ -204,14 +210,16 @@ def linear_attack_bytes(population: Population, composition: int = 1, test_relea
     ``population`` (``composition`` releases of |Q| values each), read whole
     (:func:`bngp.linear.converged_fit_bytes` at |Q| outputs) or, with ``coordinates``, in the r <= K - 1 row-space
     coordinates (the same fit on r outputs over as many shadow releases as the whole release's curve may draw, and
-    the draws' temporaries, :func:`bngp.reading.draw_bytes`; the geometry checks its own)."""
+    the draws' temporaries, :func:`bngp.reading.draw_bytes`; the geometry checks its own), with the box-constrained
+    decoding of the test releases (:func:`bngp.linear.box_bytes`)."""
     k, width = population.n_individuals, population.n_attributes * int(composition)
     held_out = _VALIDATION_RELEASES + test_releases
     if not coordinates:
-        return converged_fit_bytes(k, width, held_out)
+        return converged_fit_bytes(k, width, held_out) + box_bytes(k, test_releases)
     rank, releases = min(k - 1, width), max(max_shadow_releases(k, width), held_out)
     held = width * rank <= geometry.HELD_BASIS_VALUES  # PopulationSpace.of's rule
-    return converged_fit_bytes(k, rank, held_out, releases) + draw_bytes(width, k, releases, held)
+    return converged_fit_bytes(k, rank, held_out, releases) + draw_bytes(width, k, releases, held) \
+        + box_bytes(k, test_releases)
 
 
 def check_linear_attack_memory(population: Population, composition: int = 1, hint: str = "",
@@ -228,14 +236,16 @@ def check_linear_attack_memory(population: Population, composition: int = 1, hin
 
 def linear_attack_score(defense: Defense, population: Population, n_members: int, seed: SeedLike,
                         test_releases: int = TEST_RELEASES, *, space: PopulationSpace | None = None,
-                        whole: bool = False) -> LinearAttackScore:
+                        whole: bool = False, box: bool = True) -> LinearAttackScore:
     """The strongest of the converged ridge and whitened maps and the map at the mechanism's known law
     (:func:`known_law_fit`, where it has one) on ``test_releases`` fresh releases of
     ``defense`` (module docstring), every draw derived from ``seed`` (an int, None or a Generator,
     :func:`bngp.rng.resolve_seed`), read in the row-space coordinates of :func:`release_coordinates` where they
     apply (``space``: the population's geometry, already built) unless ``whole``, and drawn there directly
     (:meth:`ReleaseReading.draw`).  A trained defender whose network output is zero is attacked as the
-    shrinkage-plus-noise mechanism it releases (:meth:`~bngp.defenses.trained.TrainedDefense.closed_form`).  Refused first, with
+    shrinkage-plus-noise mechanism it releases (:meth:`~bngp.defenses.trained.TrainedDefense.closed_form`).  With
+    ``box`` each map is also read by its box-constrained decoding (module docstring; without it, the linear maps
+    alone, as a comparison reads them).  Refused first, with
     :class:`bngp.errors.InsufficientMemoryError`, where it would not fit in the available memory
     (:func:`check_linear_attack_memory`)."""
     defense, coordinates, sample, prior, test, known = _reading(defense, population, n_members, seed, test_releases,
@@ -249,7 +259,16 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
     fits = fit_converged_jointly(partial(fit_ridge_and_whitened, prior_mean=prior.marginals), sample,
                                  start=start, maximum=maximum, validation=validation)
     releases = int(max(curve.releases[-1] for _, curve in fits))
-    return _tested([fit for fit, _ in fits] + ([known] if known is not None else []), releases, test, True)
+    fitted = [fit for fit, _ in fits]
+    if not box:
+        maps = fitted + ([known] if known is not None else [])
+        return _tested(maps, releases, test, True, n_members, [None] * len(maps))
+    if known is not None:  # the known law's box decoding, with its closed-form error covariance
+        return _tested(fitted + [known], releases, test, True, n_members, [None] * len(fitted) + [known.error_covariance])
+    x, b = sample(start)  # fresh shadow releases for the fitted maps' error covariances
+    covariances = [error_covariance(fit, x, b) for fit in fitted]
+    del x, b
+    return _tested(fitted, releases, test, True, n_members, covariances)
 
 
 def screening_score(defense: Defense, population: Population, n_members: int, seed: SeedLike,
@@ -265,14 +284,15 @@ def screening_score(defense: Defense, population: Population, n_members: int, se
     defense, coordinates, sample, prior, test, known = _reading(defense, population, n_members, seed, test_releases,
                                                                 space, whole)
     if known is not None:
-        return _tested([known], 0, test, False)
+        return _tested([known], 0, test, False, n_members, [known.error_covariance])
     width = coordinates.width if coordinates is not None else population.n_attributes * defense.composition
     releases = default_shadow_releases(population.n_individuals, width)
     validation = sample(_VALIDATION_RELEASES)
     x, b = sample(releases)
     fit = fit_ridge(x, b, validation, prior_mean=prior.marginals)
+    covariance = error_covariance(fit, x, b)
     del x, b
-    return _tested([fit], releases, test, False)
+    return _tested([fit], releases, test, False, n_members, [covariance])
 
 
 def _reading(defense: Defense, population: Population, n_members: int, seed: SeedLike, test_releases: int,
@@ -294,22 +314,27 @@ def _reading(defense: Defense, population: Population, n_members: int, seed: See
     return defense, coordinates, sample, prior, test, known_law_fit(defense, population, n_members, coordinates)
 
 
-def _tested(fits: list[LinearFit], releases: int, test: tuple[torch.Tensor, torch.Tensor],
-            converged: bool) -> LinearAttackScore:
+def _tested(fits: list[LinearFit], releases: int, test: tuple[torch.Tensor, torch.Tensor], converged: bool,
+            n_members: int, covariances: list[torch.Tensor | None]) -> LinearAttackScore:
     """The best reading of the maps ``fits`` (fitted on up to ``releases`` shadow releases) on the ``test`` releases:
-    each map's scores as they are and standardised within each release (:func:`within_release`), whichever reads
-    the higher AUC."""
+    each map's scores, and its box-constrained decoding where ``covariances`` gives its error covariance
+    (:class:`bngp.linear.BoxDecoder`, memberships of ``n_members``), as they are and standardised within each
+    release (:func:`within_release`), whichever reads the higher AUC."""
     test_x, test_b = test
     labels = test_b.numpy()
     best = None
-    for fit in fits:
+    for fit, covariance in zip(fits, covariances, strict=True):
         name = "known law" if fit.criterion == "known law" else "ridge" if fit.shrinkage is None else "whitened"
-        raw = fit.predict(test_x).numpy()
-        for standardised, scores in ((False, raw), (True, within_release(raw))):
-            candidate = LinearAttackScore(auc(scores, labels), tpr_at_fpr(scores, labels, 0.01),
-                                          tpr_at_fpr(scores, labels, 0.001), releases, standardised, converged, name)
-            if best is None or candidate.auc > best.auc:
-                best = candidate
+        readings = [(name, fit.predict(test_x).numpy())]
+        if covariance is not None:
+            readings.append((f"{name} + box", BoxDecoder.of(fit, covariance, n_members).decode(test_x).numpy()))
+        for label, raw in readings:
+            for standardised, scores in ((False, raw), (True, within_release(raw))):
+                candidate = LinearAttackScore(auc(scores, labels), tpr_at_fpr(scores, labels, 0.01),
+                                              tpr_at_fpr(scores, labels, 0.001), releases, standardised, converged,
+                                              label)
+                if best is None or candidate.auc > best.auc:
+                    best = candidate
     return best
 
 

@@ -12,12 +12,15 @@ and fitted to convergence in the number of shadow releases.
 - :mod:`bngp.linear.convergence`: shadow releases doubled until the validation AUC levels off
   (:func:`fit_converged`, :func:`fit_converged_jointly`, :class:`LearningCurve`), the first size
   optionally fitted ahead by a caller-given :class:`Prefetcher`;
-- :mod:`bngp.linear.calibration`: the logistic and affine calibration of attack scores.
+- :mod:`bngp.linear.calibration`: the logistic and affine calibration of attack scores;
+- :mod:`bngp.linear.box`: a map's posterior read at its mode over the memberships' hull
+  (:class:`BoxDecoder`, the box-constrained reconstruction of Dinur and Nissim).
 
 Each module states its math and sources; ``docs/design/linear.md`` holds the measurements behind
 the defaults.
 """
 
+from .box import BoxDecoder, box_bytes, error_covariance
 from .calibration import affine_calibration, logistic_calibration
 from .convergence import (
     DEFAULT_VALIDATION_RELEASES,
@@ -40,6 +43,9 @@ from .whitened import SHRINKAGE_PATH, WHITENED_RIDGE_PATH, fit_ridge_and_whitene
 
 __all__ = [
     "LinearFit",
+    "BoxDecoder",
+    "box_bytes",
+    "error_covariance",
     "LearningCurve",
     "fit_ridge",
     "fit_whitened",

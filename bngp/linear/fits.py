@@ -67,6 +67,8 @@ class LinearFit:
         score: the criterion's value at the chosen penalty (mean per-release AUC).
         path: (penalty, AUC) along the path (for the whitened fit, at the chosen shrinkage).
         releases: shadow releases the map was fitted on.
+        error_covariance: E[(b - b_hat)(b - b_hat)^T] (K, K) where the map's law gives it in closed form (the
+            known-law map), else None.
     """
 
     release_mean: torch.Tensor
@@ -78,6 +80,7 @@ class LinearFit:
     path: tuple[tuple[float, float], ...]
     releases: int
     shrinkage: float | None = None
+    error_covariance: torch.Tensor | None = None
 
     def predict(self, releases: torch.Tensor) -> torch.Tensor:
         """b_hat for each release, shape (R, K), differentiable in the releases."""

@@ -292,7 +292,9 @@ def whitened_map_of_law(signal: np.ndarray | torch.Tensor, noise_variance: np.nd
         W = (M^T Sigma_b M + D)^-1 M^T Sigma_b = D^-1 M^T Sigma_b (G Sigma_b + I)^-1,
 
     one K x K solve whose matrix is I plus a product of two positive semi-definite matrices (Kay, *Fundamentals of
-    Statistical Signal Processing: Estimation Theory*, chapter 12).  No penalty is chosen (``criterion`` "known
+    Statistical Signal Processing: Estimation Theory*, chapter 12).  Its error covariance, the posterior covariance
+    of the linear-Gaussian model, is the same matrix: Sigma_b - Sigma_b M W = Sigma_b (I - G Sigma_b (G Sigma_b +
+    I)^-1) = Sigma_b (G Sigma_b + I)^-1 (``error_covariance``, for :class:`bngp.linear.BoxDecoder`).  No penalty is chosen (``criterion`` "known
     law", ``releases`` 0): the map is the fitted maps' limit in the number of shadow releases when the release
     follows the model, and an attack like any other when it does not (clipping, a heavier-tailed noise)."""
     signal = torch.as_tensor(signal, dtype=torch.float64)
@@ -306,4 +308,4 @@ def whitened_map_of_law(signal: np.ndarray | torch.Tensor, noise_variance: np.nd
     right = torch.linalg.solve(system, covariance).T  # Sigma_b (G Sigma_b + I)^-1
     return LinearFit(torch.as_tensor(release_mean, dtype=torch.float64).reshape(-1),
                      torch.as_tensor(prior_mean, dtype=torch.float64).reshape(-1), scaled.T @ right,
-                     0.0, "known law", float("nan"), (), 0)
+                     0.0, "known law", float("nan"), (), 0, error_covariance=0.5 * (right + right.T))

@@ -21,6 +21,7 @@ from bngp.defenses.budget import CALIBRATION_DRAWS, BudgetSetting, calibration_d
     shaped_at_budget
 from bngp.defenses.shrinkage import ShrinkNoiseDefense
 from bngp.errors import InsufficientMemoryError
+from bngp.linear import box_bytes
 from bngp.reading import draw_bytes, reads_in_coordinates, release_coordinates
 from bngp.references import SHAPED_GAUSSIAN, SHAPED_OPTIMUM, linear_attack_bytes, linear_attack_score, \
     rank_references
@@ -150,10 +151,12 @@ def test_the_decision_at_beacon_width_is_checked_in_coordinates(monkeypatch) -> 
     assert reads_in_coordinates(laplace, beacon) and not reads_in_coordinates(per_attribute, beacon)
     needed = linear_attack_bytes(beacon, coordinates=True)
     # 4 releases at a time (128 MiB) and blocks of 4,096 attributes of up to 1,000 releases (98 MB), then the fit
-    # on 2,499 coordinates (0.37 GiB): 0.6 GiB, where the whole release's reading needs 136 GiB
+    # on 2,499 coordinates (0.37 GiB) and the box decoding of 500 test releases (0.27 GiB): 0.87 GiB, where the
+    # whole release's reading needs 136 GiB
     assert draw_bytes(width, 2500, 500, held=False) == 32 * 4 * width + 24 * 500 * 4096 + 8 * 500 * 2500
     assert draw_bytes(width, 2500, 500) == 32 * 33 * width
-    assert 0.5 * 2**30 < needed < 0.7 * 2**30
+    assert box_bytes(2500, 500) == 36 * 2500**2 + 48 * 500 * 2500
+    assert 0.8 * 2**30 < needed < 0.9 * 2**30
     check_decision_memory(beacon, 1, laplace)
     with pytest.raises(InsufficientMemoryError, match=r"^the converged linear attack at 2,500 individuals x "
                                                       r"1,000,000 released values needs about 13\d\.\d GiB"):
