@@ -25,7 +25,7 @@ from .statistics import dwork_score, dwork_score_torch, homer, homer_torch, lrs,
 from .lrt import AdaptiveLRT, FixedThresholdLRT, OptimalLRT  # noqa: I001
 from .tracing import HomerAttack, ScoreAttack
 from .learned import DecisionTreeAttack, SVMAttack, pair_features
-from .linear import LinearAttack, WhitenedAttack
+from .linear import BoxLinearAttack, LinearAttack, WhitenedAttack
 from .reconstruction import L1Reconstruction, LeastSquaresReconstruction
 from .bayesian import BayesianAttack
 from .per_individual import PerIndividualAttack, PerIndividualConfig
@@ -54,6 +54,7 @@ __all__ = [
     "DecisionTreeAttack",
     "SVMAttack",
     "LinearAttack",
+    "BoxLinearAttack",
     "WhitenedAttack",
     "LeastSquaresReconstruction",
     "L1Reconstruction",

@@ -307,3 +307,32 @@ def test_the_bayesian_attacker_reads_the_coordinates_of_releases_on_the_hull() -
     assert coordinates.attacks["bayesian"].auc == pytest.approx(whole.attacks["bayesian"].auc, abs=0.03)
     assert coordinates.attacks["bayesian"].auc > 0.6
     assert coordinates.attacks["bayesian"].to_dict()["reading"] == f"row-space coordinates ({setting.space.rank} values)"
+
+
+def test_linear_box_decodes_a_release_exact_beyond_the_cubes_threshold() -> None:
+    """Suppression at 3/4 of L0 on K = 40 x |Q| = 160 releases attributes spanning 30 of the 39 dimensions exactly:
+    ``linear-box`` (the ridge map at its posterior's mode over memberships in [0, 1] summing to N; Donoho and
+    Tanner's threshold of the cube is 1/2) ranks every member above every non-member on fresh releases, where the
+    ridge map alone, fitted on the same shadow releases, does not."""
+    from bngp.attacks import BoxLinearAttack
+    from bngp.attacks.base import attack_knowledge
+    from bngp.data.independent import simulate_independent
+    from bngp.data.priors import UniformSubsetPrior
+    from bngp.defenses.budget import BudgetSetting, reference_at_budget
+    from bngp.metrics import auc
+
+    population = simulate_independent(40, 40, 160, seed=21)
+    setting = BudgetSetting.of(population, 20)
+    defense = reference_at_budget("suppression", setting, setting.resolve("0.75x"))
+    prior = UniformSubsetPrior(40, 20)
+    knowledge = attack_knowledge(population, prior, defense, 20)
+    options = {"n_shadow_releases": 400, "validation_releases": 200}
+    boxed = BoxLinearAttack(**options).fit(knowledge, seed=5)
+    linear = LinearAttack(**options).fit(knowledge, seed=spawn_seeds(5, 3)[0])
+    releases, memberships = knowledge.simulate(100, 99)
+    labels = memberships.ravel()
+    box_auc = auc(boxed.score(population.genotypes, releases).ravel(), labels)
+    linear_auc = auc(linear.score(population.genotypes, releases).ravel(), labels)
+    assert box_auc == 1.0 and linear_auc < 0.999
+    with pytest.raises(Exception, match="no differentiable"):
+        boxed.score_torch(torch.as_tensor(population.genotypes), torch.as_tensor(releases[:1]))
