@@ -32,6 +32,7 @@ ATTACK_COLOURS: dict[str, str] = {
     "tree": "#8c564b",
     "svm": "#e377c2",
     "linear": "#2ca02c",
+    "linear-box": "#1b5e20",
     "whitened": "#d62728",
     "reconstruction": "#9467bd",
     "reconstruction-l1": "#bcbd22",
