@@ -104,7 +104,7 @@ def _report(record: dict) -> str:
     decision = record["decision"]
     limit = record["cgroup_headroom_gib"]
     lines = [f"# The release decision at beacon scale: `{record['defense']}`", "",
-             f"`{record['command']}` ({record['threads']} thread; the matmul ran at "
+             f"`{record['command']}` ({record['threads']} thread{'s' if record['threads'] > 1 else ''}; the matmul ran at "
              f"{record['matmul_gflops_before']:.0f} and {record['matmul_gflops_after']:.0f} GFLOP/s before and after).",
              "", f"- Wall time {record['seconds']:.0f} s; peak resident memory {record['peak_rss_gib']:.2f} GiB"
              + ("" if limit is None else f", in a memory control group that allowed {limit:.2f} GiB") + ".",
