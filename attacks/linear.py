@@ -319,10 +319,8 @@ class BoxLinearAttack(LinearAttack):
     )
     differentiable: ClassVar[bool] = False
     fitted_together_with: ClassVar[str | None] = None
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.decoder_: BoxDecoder | None = None
+    #: the decoder of the fitted map (None before :meth:`fit`).
+    decoder_: BoxDecoder | None = None
 
     def _fit(self, knowledge: AttackKnowledge, seed: int) -> None:
         fit_seed, covariance_seed, calibration_seed = spawn_seeds(seed, 3)
