@@ -137,7 +137,9 @@ class BoxDecoder:
             return mean
         # the iterations run in float32: scores in [0, 1] ranked to TOLERANCE need no more
         rho = self.eigenvalues.numel() / total
-        c, q = (rho * self.eigenvalues).to(torch.float32), self.eigenvectors.to(torch.float32)
+        device = mean.device
+        c = (rho * self.eigenvalues).to(device=device, dtype=torch.float32)
+        q = self.eigenvectors.to(device=device, dtype=torch.float32)
         mean = mean.to(torch.float32)
         inverse = 1.0 / (1.0 + c)
         rotated_mean = mean @ q
