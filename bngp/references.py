@@ -260,15 +260,15 @@ def linear_attack_score(defense: Defense, population: Population, n_members: int
                                  start=start, maximum=maximum, validation=validation)
     releases = int(max(curve.releases[-1] for _, curve in fits))
     fitted = [fit for fit, _ in fits]
-    if not box:
-        maps = fitted + ([known] if known is not None else [])
-        return _tested(maps, releases, test, True, n_members, [None] * len(maps))
-    if known is not None:  # the known law's box decoding, with its closed-form error covariance
-        return _tested(fitted + [known], releases, test, True, n_members, [None] * len(fitted) + [known.error_covariance])
-    x, b = sample(start)  # fresh shadow releases for the fitted maps' error covariances
-    covariances = [error_covariance(fit, x, b) for fit in fitted]
-    del x, b
-    return _tested(fitted, releases, test, True, n_members, covariances)
+    maps = fitted + ([known] if known is not None else [])
+    covariances = [None] * len(maps)
+    if box and known is not None:  # the known law's box decoding, with its closed-form error covariance
+        covariances[-1] = known.error_covariance
+    elif box:  # fresh shadow releases for the fitted maps' error covariances
+        x, b = sample(start)
+        covariances = [error_covariance(fit, x, b) for fit in fitted]
+        del x, b
+    return _tested(maps, releases, test, True, n_members, covariances)
 
 
 def screening_score(defense: Defense, population: Population, n_members: int, seed: SeedLike,

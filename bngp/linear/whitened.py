@@ -294,9 +294,10 @@ def whitened_map_of_law(signal: np.ndarray | torch.Tensor, noise_variance: np.nd
     one K x K solve whose matrix is I plus a product of two positive semi-definite matrices (Kay, *Fundamentals of
     Statistical Signal Processing: Estimation Theory*, chapter 12).  Its error covariance, the posterior covariance
     of the linear-Gaussian model, is the same matrix: Sigma_b - Sigma_b M W = Sigma_b (I - G Sigma_b (G Sigma_b +
-    I)^-1) = Sigma_b (G Sigma_b + I)^-1 (``error_covariance``, for :class:`bngp.linear.BoxDecoder`).  No penalty is chosen (``criterion`` "known
-    law", ``releases`` 0): the map is the fitted maps' limit in the number of shadow releases when the release
-    follows the model, and an attack like any other when it does not (clipping, a heavier-tailed noise)."""
+    I)^-1) = Sigma_b (G Sigma_b + I)^-1 (``error_covariance``, for :class:`bngp.linear.BoxDecoder`).  No penalty
+    is chosen (``criterion`` "known law", ``releases`` 0): the map is the fitted maps' limit in the number of shadow
+    releases when the release follows the model, and an attack like any other when it does not (clipping, a
+    heavier-tailed noise)."""
     signal = torch.as_tensor(signal, dtype=torch.float64)
     variance = torch.as_tensor(noise_variance, dtype=torch.float64).reshape(-1)
     covariance = torch.as_tensor(prior_covariance, dtype=torch.float64)
