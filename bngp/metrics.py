@@ -36,6 +36,8 @@ __all__ = [
     "MembershipMetrics",
     "membership_metrics",
     "release_aucs",
+    "clustered_auc_se",
+    "clustered_tpr_se",
     "levelled_off",
     "DEFAULT_FPRS",
 ]
@@ -126,6 +128,74 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
     n_pos = labels.sum()
     n_neg = labels.size - n_pos
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def clustered_auc_se(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The standard error of the pooled AUC of (R, n) scores whose rows are clusters (one release each: its
+    scores share the release's noise), by Obuchowski's clustered form of DeLong's variance (Biometrics 53, 1997,
+    eq. 3-5): with the placements V10(p) = P(score_n < score_p) + P(tie) / 2 of every member p over all
+    non-members and V01(n) likewise of every non-member over all members, their sums V10_i, V01_i over
+    cluster i (m_i members, n_i non-members; M and N in all, I clusters),
+
+        S10 = I / ((I - 1) M) sum_i (V10_i - m_i A)^2,   S01 = I / ((I - 1) N) sum_i (V01_i - n_i A)^2,
+        S11 = I / (I - 1) sum_i (V10_i - m_i A)(V01_i - n_i A),   Var A = S10 / M + S01 / N + 2 S11 / (M N).
+
+    Needs at least two rows."""
+    from scipy.stats import rankdata
+
+    scores = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    labels = np.atleast_2d(np.asarray(labels)).astype(bool)
+    if scores.shape != labels.shape:
+        raise InputError(f"`scores` and `labels` must have the same shape, got {scores.shape} and {labels.shape}.")
+    if scores.shape[0] < 2:
+        raise InputError("the clustered standard error needs at least two releases (rows).")
+    if not np.all(np.isfinite(scores)):
+        raise InputError("`scores` contains NaN or infinite values.")
+    flat, members = scores.ravel(), labels.ravel()
+    n_members = int(members.sum())
+    n_others = members.size - n_members
+    if n_members == 0 or n_others == 0:
+        raise InputError("the AUC needs both members and non-members.")
+    overall = rankdata(flat)
+    within_members = rankdata(flat[members])
+    within_others = rankdata(flat[~members])
+    # a member's placement: (its rank among all - its rank among members) non-members below it, ties counted 1/2
+    placements = np.zeros(flat.size)
+    placements[members] = (overall[members] - within_members) / n_others
+    placements[~members] = (n_members - (overall[~members] - within_others)) / n_members
+    area = float(placements[members].mean())
+    rows = np.broadcast_to(np.arange(scores.shape[0])[:, None], scores.shape).ravel()
+    count = scores.shape[0]
+    member_sums = np.bincount(rows, weights=np.where(members, placements, 0.0), minlength=count)
+    other_sums = np.bincount(rows, weights=np.where(members, 0.0, placements), minlength=count)
+    member_counts = labels.sum(axis=1)
+    other_counts = labels.shape[1] - member_counts
+    member_part = member_sums - member_counts * area
+    other_part = other_sums - other_counts * area
+    factor = count / (count - 1)
+    variance = (factor * (member_part @ member_part) / n_members / n_members
+                + factor * (other_part @ other_part) / n_others / n_others
+                + 2.0 * factor * (member_part @ other_part) / (n_members * n_others))
+    return math.sqrt(max(variance, 0.0))
+
+
+def clustered_tpr_se(scores: np.ndarray, labels: np.ndarray, fpr: float) -> float:
+    """The standard error of :func:`tpr_at_fpr` of (R, n) scores whose rows are clusters (releases), at the pooled
+    threshold held fixed: the TPR is the ratio of the members above it to the members, sum_i h_i / sum_i m_i over
+    releases, whose delta-method variance is I / (I - 1) sum_i (h_i - m_i TPR)^2 / M^2 (the threshold's own
+    sampling error is left out: it is set by all R n non-members)."""
+    scores = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    labels = np.atleast_2d(np.asarray(labels)).astype(bool)
+    if scores.shape != labels.shape or scores.shape[0] < 2:
+        raise InputError("the clustered standard error needs scores and labels of one shape, with two releases or more.")
+    curve = roc_curve(scores, labels)
+    allowed = curve.fpr <= fpr + 1e-12
+    index = int(np.flatnonzero(allowed)[np.argmax(curve.tpr[allowed])])
+    detected = (scores >= curve.thresholds[index]) & labels
+    hits, members = detected.sum(axis=1), labels.sum(axis=1)
+    rate = hits.sum() / members.sum()
+    count = scores.shape[0]
+    return math.sqrt(count / (count - 1) * float(((hits - members * rate) ** 2).sum())) / float(members.sum())
 
 
 def release_aucs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:

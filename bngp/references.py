@@ -56,7 +56,7 @@ from bngp.defenses.shaped import WEIGHTINGS
 from bngp.defenses.shrinkage import ShrinkNoiseDefense
 from bngp.errors import InputError, InsufficientMemoryError
 from bngp.memory import require_memory
-from bngp.metrics import auc, tpr_at_fpr
+from bngp.metrics import auc, clustered_auc_se, clustered_tpr_se, tpr_at_fpr
 from bngp.reading import ReleaseReading, as_read, draw_bytes, known_law_fit, reads_in_coordinates
 from bngp.release.sampling import release_mechanism, release_tensor
 from bngp.linear import BoxDecoder, LinearFit, box_bytes, converged_fit_bytes, coordinate_curve_start, \
@@ -105,6 +105,7 @@ class ReferenceScore:
         converged: False when the ranking left it at its screening reading (:func:`rank_references`): ``auc`` and
             the TPRs are then what a quicker attack reads, which the converged attack reads at least as high.
         map: the map that read it (:class:`LinearAttackScore`).
+        auc_se: the AUC's standard error over the test releases (:class:`LinearAttackScore`).
     """
 
     label: str
@@ -119,12 +120,13 @@ class ReferenceScore:
     seconds: float | None = None
     converged: bool = True
     map: str = "ridge"
+    auc_se: float | None = None
 
     def to_dict(self) -> dict:
         return {"label": self.label, "auc": self.auc, "tpr_at_1pct_fpr": self.tpr_at_1pct,
                 "tpr_at_0.1pct_fpr": self.tpr_at_01pct, "shadow_releases": self.releases, "loss": self.loss,
                 "epsilon": self.epsilon, "mechanism": self.mechanism, "chosen": self.chosen, "seconds": self.seconds,
-                "converged": self.converged, "map": self.map}
+                "converged": self.converged, "map": self.map, "auc_se": self.auc_se}
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,7 +179,9 @@ class LinearAttackScore:
     each release (:func:`within_release`); ``converged`` False for a screening reading (:func:`screening_score`),
     which the converged attack reads at least as high; ``map`` the map that read it ("ridge", "whitened" or "known
     law", :func:`known_law_fit`; 0 shadow releases for the known law alone; "... + box" where its box-constrained
-    decoding, :class:`bngp.linear.BoxDecoder`, read higher)."""
+    decoding, :class:`bngp.linear.BoxDecoder`, read higher); ``auc_se`` and ``tpr_at_1pct_se`` the standard errors
+of the AUC and the TPR at 1% FPR over the test releases (:func:`bngp.metrics.clustered_auc_se`,
+:func:`bngp.metrics.clustered_tpr_se`; None where not computed)."""
 
     auc: float
     tpr_at_1pct: float
@@ -186,11 +190,14 @@ class LinearAttackScore:
     standardised: bool = False
     converged: bool = True
     map: str = "ridge"
+    auc_se: float | None = None
+    tpr_at_1pct_se: float | None = None
 
     def to_dict(self) -> dict:
         return {"auc": self.auc, "tpr_at_1pct_fpr": self.tpr_at_1pct, "tpr_at_0.1pct_fpr": self.tpr_at_01pct,
                 "shadow_releases": self.releases, "standardised_within_release": self.standardised,
-                "converged": self.converged, "map": self.map}
+                "converged": self.converged, "map": self.map, "auc_se": self.auc_se,
+                "tpr_at_1pct_fpr_se": self.tpr_at_1pct_se}
 
 
 def within_release(scores: np.ndarray) -> np.ndarray:
@@ -334,8 +341,9 @@ def _tested(fits: list[LinearFit], releases: int, test: tuple[torch.Tensor, torc
                                               tpr_at_fpr(scores, labels, 0.001), releases, standardised, converged,
                                               label)
                 if best is None or candidate.auc > best.auc:
-                    best = candidate
-    return best
+                    best, best_scores = candidate, scores
+    return replace(best, auc_se=clustered_auc_se(best_scores, labels),
+                   tpr_at_1pct_se=clustered_tpr_se(best_scores, labels, 0.01))
 
 
 def _shaped_candidates(setting: BudgetSetting, budget: UtilityBudget,
@@ -466,7 +474,7 @@ def rank_references(population: Population, n_members: int, budget: str | float,
         scored.append(ReferenceScore(label, score.auc, score.tpr_at_1pct, score.tpr_at_01pct, score.releases,
                                      setting.loss(defense) if shrinking else None, epsilon,
                                      defense.summary() if shrinking else {"probability": defense.probability},
-                                     seconds=spent, converged=score.converged, map=score.map))
+                                     seconds=spent, converged=score.converged, map=score.map, auc_se=score.auc_se))
     eligible = [index for index, score in enumerate(scored) if score.label != "time-sharing" and score.converged]
     best_index = min(eligible, key=lambda index: (scored[index].auc, scored[index].tpr_at_1pct))
     scored[best_index] = replace(scored[best_index], chosen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from bngp.cli import COMMANDS
@@ -19,6 +20,7 @@ from bngp.game import (
     ObjectiveSettings, SelectionSettings,
 )
 from bngp.data.geometry import THREAT_MODEL
+from bngp.game.response import RESPONSE_OBJECTIVES, best_response_start
 from bngp.game.start import start_config
 from bngp.references import check_linear_attack_memory, rank_references
 from bngp.defenses.budget import BudgetSetting
@@ -53,6 +55,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "linear-decoder optimum and, with no more candidates than attributes, noise shaped "
                              "to the candidates' row space; default with --utility-budget), or f(theta) itself (the "
                              "default otherwise). Threat model: " + THREAT_MODEL)
+    parser.add_argument("--response", choices=RESPONSE_OBJECTIVES, metavar="|".join(RESPONSE_OBJECTIVES),
+                        help="with --utility-budget: before the game, descend from the best reference along the "
+                             "budget by the gradient through the attacker's best linear response (the "
+                             "linear-Gaussian decoder of the release's known law), for the mean AUC, the TPR at 1%% "
+                             "FPR or the most exposed candidate's AUC; its state starts G only where a converged "
+                             "linear attack reads it below the best reference by two standard errors")
+    parser.add_argument("--response-steps", type=int, default=200, metavar="STEPS",
+                        help="steps of that descent (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender updates")
     parser.add_argument("--attacker-steps", type=int, default=defaults.attacker.steps,
                         help="attacker updates per defender update")
@@ -142,6 +152,11 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise InputError("`--budget` needs a budget objective: use --utility-budget U, or --objective privacy-budget --budget B.")
     if args.start == "best-reference" and args.objective != "utility-budget":
         raise InputError("`--start best-reference` needs a utility budget (--utility-budget U).")
+    if args.response is not None and not _starts_at_reference(args):
+        raise InputError("`--response` descends from the best reference: it needs --utility-budget U and "
+                         "--start best-reference.")
+    if args.response_steps < 0:
+        raise InputError(f"`--response-steps` must be >= 0, got {args.response_steps}.")
     if _starts_at_reference(args) and (args.compose or args.against != "bayesian" or args.dp_epsilon is not None):
         raise InputError("`--start best-reference` starts a plain release; give --start data-independent with "
                          "--compose, --against or --dp-epsilon.")
@@ -205,6 +220,15 @@ def run(args: argparse.Namespace) -> int:
         config = start_config(ranking, config)
     start = None if ranking is None else ranking.best
     start_record = None if ranking is None else {"reference": ranking.best_score.label, "ranking": ranking.to_dict()}
+    if args.response is not None:
+        if not args.quiet:
+            print(f"descending along the budget against the best linear response ({args.response}) ...", file=sys.stderr)
+        start, start_record["response"] = best_response_start(ranking, setting, population, args.members, args.response,
+                                                               args.response_steps, args.seed)
+        choice = start_record["response"]["choice"]
+        print(f"best response: kept the {'descent' if choice['kept'] == 'trained' else 'best reference'}; "
+              f"{start_record['response']['choice']['reason']}", file=sys.stderr)
+        config = replace(config, defender=replace(config.defender, noise_law=start.law))
     game = Game(population, prior, config, device=device, start=start, start_record=start_record)
     try:
         summary = game.train(args.out, resume=args.resume, force=args.force, progress=not args.quiet)

@@ -17,6 +17,8 @@
 * :mod:`~bngp.game.resumable`: :func:`train_once`, a training reused when finished and resumed when interrupted.
 * :mod:`~bngp.game.start`: the defender's start at the best reference of :func:`bngp.references.rank_references`,
   and :class:`BudgetSurface`, which holds it on its budget.
+* :mod:`~bngp.game.response`: the defender's gradient through the attacker's best linear response, its descent
+  along the budget from the best reference, and the never-worse choice of its state.
 """
 
 from .config import (
@@ -38,8 +40,11 @@ from .summary import TrainingSummary
 from .trainer import Game
 from .resumable import RunState, run_state, train_once
 from .start import BudgetSurface, start_config, start_defender
+from .response import (RESPONSE_OBJECTIVES, LinearResponse, ResponseChoice, ResponseResult, best_response_start,
+                       choose_response, respond)
 
 __all__ = ["ATTACKER_KINDS", "CHECKPOINT_FILE", "CONFIG_FILE", "KAPPA_MAX", "OBJECTIVES", "SUMMARY_FILE", "Game", "GameConfig",
            "ObjectiveSettings", "DefenderSettings", "AttackerSettings", "SelectionSettings", "FreshCheckSettings",
            "PatienceReplay", "RunState", "TrainingSummary", "replay_patience", "run_state", "train_once",
-           "BudgetSurface", "start_config", "start_defender"]
+           "BudgetSurface", "start_config", "start_defender", "RESPONSE_OBJECTIVES", "LinearResponse", "ResponseChoice",
+           "ResponseResult", "best_response_start", "choose_response", "respond"]

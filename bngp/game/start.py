@@ -157,6 +157,13 @@ class BudgetSurface:
         basis = start.space.dense_basis() if isinstance(start, ShapedNoiseDefense) else None
         return cls(setting.statistics, start.target, start.law, float(budget), basis)
 
+    @classmethod
+    def on_setting(cls, start: ShrinkNoiseDefense, setting: BudgetSetting, budget: float) -> "BudgetSurface":
+        """The surface on the calibration memberships of ``setting``, those the budget and the references were
+        calibrated on: ``start`` (calibrated there) lies on it."""
+        basis = start.space.dense_basis() if isinstance(start, ShapedNoiseDefense) else None
+        return cls(setting.statistics, start.target, start.law, float(budget), basis)
+
     def _shift(self, shrink: np.ndarray, factor: float = 1.0) -> np.ndarray:
         """The deterministic part of the deviation at the shrinkage c alpha (c = ``factor``): c alpha o (t - f(D)), or
         in the row space V diag(1 - c alpha) V^T (f(D) - t) - (f(D) - t) = D_0 - c V diag(alpha) V^T (f(D) - t),
@@ -207,6 +214,24 @@ class BudgetSurface:
                                                                      self.statistics)
         moved = shrink * (self.target - self.statistics) if self.basis is None else -self._shifts[shrink.tobytes()][0]
         return float(loss.mean()), float((by_scale * scale).mean()), float((by_shift * moved).mean())
+
+    def loss_and_gradient(self, shrink: np.ndarray, scale: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """:meth:`loss` of per-direction (alpha, sigma) in the row space and its gradient in each alpha_i and sigma_i:
+        with attribute j's scale s_j = sqrt(sum_i V_ji^2 sigma_i^2) and shift c_dj = D_0dj - sum_i V_ji alpha_i y_di
+        on draw d (y = V^T (f(D) - t)), d loss / d sigma_i = sigma_i mean_{d,j} (dE/ds)_dj V_ji^2 / s_j and
+        d loss / d alpha_i = -mean_{d,j} (dE/dc)_dj V_ji y_di, from one pass of
+        :func:`bngp.defenses.shrinkage.clipped_deviation_loss_and_slopes` (an attribute without noise contributes
+        no scale slope)."""
+        if self.basis is None:
+            raise InputError("the per-direction gradient of the loss needs noise in the candidates' row space.")
+        marginal = np.sqrt(self._squared_basis @ scale**2)
+        loss, by_scale, by_shift = clipped_deviation_loss_and_slopes(self.law, self._shift(shrink), marginal,
+                                                                     self.statistics)
+        draws, width = by_scale.shape
+        per_scale = np.divide(by_scale.mean(axis=0), marginal, out=np.zeros(width), where=marginal > 0)
+        scale_gradient = scale * (per_scale @ self._squared_basis) / width
+        shrink_gradient = -np.einsum("di,di->i", by_shift @ self.basis, self._centred[1]) / (draws * width)
+        return float(loss.mean()), shrink_gradient, scale_gradient
 
     def _newton(self, evaluate, value: float, slope: float) -> float | None:
         """c with |loss(c) - U| within the surface's tolerance, by Newton's method from c = 1 (``value`` = loss(1),

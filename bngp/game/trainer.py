@@ -256,6 +256,11 @@ class Game:
                 self.load_checkpoint(checkpoint)
             write_json(work / CONFIG_FILE, self._run_config())
             writer = SummaryWriter(log_dir=str(work / "tensorboard"))
+            if not resume:  # the best-response descent that chose the start (bngp.game.response), step by step
+                for row in (players.start_record or {}).get("response", {}).get("curve", ()):
+                    for name, value in row.items():
+                        if name != "step":
+                            writer.add_scalar(f"response/{name}", value, row["step"])
             bar = tqdm(total=players.config.steps, initial=players.step, desc="bngp train", disable=not progress)
             try:
                 while players.step < players.config.steps:

@@ -149,7 +149,8 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
     closed = trained.closed_form(getattr(ranking.best, "space", None))
     same = closed is not None and closed.same_release(ranking.best)
     if same:
-        score = LinearAttackScore(best.auc, best.tpr_at_1pct, best.tpr_at_01pct, best.releases, map=best.map)
+        score = LinearAttackScore(best.auc, best.tpr_at_1pct, best.tpr_at_01pct, best.releases, map=best.map,
+                                  auc_se=best.auc_se)
     else:
         score = linear_attack_score(trained, population, members, trained_seed)
     lap("linear attack of the defender")
