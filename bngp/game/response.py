@@ -33,7 +33,7 @@ function theorem, dc = -(d loss / d(a, w)) / (d loss / dc), with the loss's grad
 (:meth:`bngp.game.start.BudgetSurface.loss_and_gradient`).  So every state of the descent meets the budget
 exactly, and the gradient moves along the budget surface.
 
-**The descent** is Adam on (a, log w) from the start (the best reference, held exactly), a clipped to [0, 1]; a
+**The descent** is Adam on (a, log pi), pi_i = (1 - a_i)^2 / w_i^2, from the start (the best reference, held exactly), a clipped to [0, 1]; a
 step whose shrinkage alone spends more than the budget is undone and the step size halved.  The state with the
 lowest objective is delivered; the model reads it, and :func:`choose_response` keeps it only where the converged
 linear attack reads it below the best reference by two standard errors (:func:`best_response_start`).
@@ -243,7 +243,8 @@ def respond(start: ShapedNoiseDefense, surface: BudgetSurface, objective: str = 
     surface of its population, law and budget): ``steps`` Adam steps of size ``rate`` on (a, log pi), the state with
     the lowest objective delivered as a :class:`ShapedNoiseDefense` (weighting ``response``).  The descent reads the
     loss on the surface's first ``descent_draws`` calibration memberships, at the start's loss there; the delivered
-    state's noise is then rescaled to meet the budget on all of them.  ``progress``: called with each curve row."""
+    state is the lowest objective among the states whose shrinkage alone is within the budget on all of them, its
+    noise rescaled to meet the budget there.  ``progress``: called with each curve row."""
     if not isinstance(start, ShapedNoiseDefense):
         raise InputError("the best-response gradient acts on noise shaped to the population; the start is "
                          f"{start.label!r}.")
@@ -251,6 +252,8 @@ def respond(start: ShapedNoiseDefense, surface: BudgetSurface, objective: str = 
         raise InputError("the budget surface must be the row space's, for Gaussian noise.")
     if steps < 0:
         raise InputError(f"`response_steps` must be >= 0, got {steps}.")
+    if not np.any(start.direction_scales > 0):
+        raise InputError("the start releases no noise: there is nothing for the descent to shape.")
     started = time.perf_counter()
     model = LinearResponse.of(start.space)
     descent = replace(surface, statistics=surface.statistics[:descent_draws], _shifts={})
@@ -269,7 +272,7 @@ def respond(start: ShapedNoiseDefense, surface: BudgetSurface, objective: str = 
     shrink = torch.tensor(start.direction_shrink[free], dtype=torch.float64, requires_grad=True)
     log_precision = torch.tensor(np.log(precision), dtype=torch.float64, requires_grad=True)
     optimiser = torch.optim.Adam([shrink, log_precision], lr=rate)
-    previous, best, curve = None, None, []
+    previous, states, curve = None, [], []
     for step in range(steps + 1):
         state = evaluate(shrink, log_precision)
         if state is None:  # the shrinkage alone is over the budget: undo the step, halve the step size
@@ -284,8 +287,7 @@ def respond(start: ShapedNoiseDefense, surface: BudgetSurface, objective: str = 
         previous = (shrink.detach().clone(), log_precision.detach().clone())
         value, a, w, factor = state
         current = float(value.detach())
-        if best is None or current < best[0]:
-            best = (current, step, a, w)
+        states.append((current, step, a, w))
         row = {"step": step, "objective": current, "noise_factor": factor,
                **{key: reading for key, reading in model.readings(a, w).items() if key != "soft_max_auc"}}
         curve.append(row)
@@ -298,10 +300,12 @@ def respond(start: ShapedNoiseDefense, surface: BudgetSurface, objective: str = 
         optimiser.step()
         with torch.no_grad():
             shrink.clamp_(0.0, 1.0 - 1e-9)
-    _, best_step, best_shrink, best_scale = best
-    solved = _on_budget(surface, best_shrink, best_scale)
-    if solved is None:
-        raise InputError("the delivered shrinkage alone spends more than the budget.")
+    # the lowest objective whose shrinkage alone is within the budget on every calibration draw (the descent read a
+    # subset of them); the start is
+    for _, best_step, best_shrink, best_scale in sorted(states, key=lambda entry: (entry[0], entry[1])):
+        solved = _on_budget(surface, best_shrink, best_scale)
+        if solved is not None:
+            break
     best_scale = solved[0] * best_scale
     defense = ShapedNoiseDefense(start.space, best_shrink, best_scale, start.n_members,
                                  label=f"best response ({objective})", name="best-response", weighting="response",

@@ -164,7 +164,7 @@ def frontier_cell(population, members: int, fraction: float, seed: int, budget: 
                       "start": {key: summary.start[key] for key in ("reference", "kept", "reason", "final_state_moved",
                                                                      "kept_state_moved", "trained_step", "final_step")
                                 if key in summary.start},
-                      "steps": summary.steps}
+                      "steps": summary.steps, "timings": summary.timings}
     if audit:
         for entry in references:
             entry["audited_epsilon_lb"] = _audited_epsilon(population, ranking.defenses[entry["label"]], members,

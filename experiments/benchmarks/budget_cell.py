@@ -55,6 +55,11 @@ def _report(record: dict) -> str:
               f"{entry['seconds']:.1f} |" for entry in cell["references"]]
     trained = cell["trained"]
     strongest = cell["evaluation"]["trained"]
+    timings = trained.get("timings") or {}
+    if timings:
+        lines += ["", "The game's phases (its own timer):", "", "| phase | seconds | calls |", "|---|---|---|"]
+        lines += [f"| {name} | {entry['seconds']:.1f} | {entry['calls']:.0f} |"
+                  for name, entry in sorted(timings.items(), key=lambda item: -item[1]["seconds"])]
     lines += ["", f"Best reference: {cell['best_reference']}. Delivered defender: converged linear attack AUC "
               f"{trained['auc']:.4f}, strongest of every attack {strongest['auc']:.4f} ({strongest['strongest_attack']}); "
               f"the game ran {trained['steps']} steps and kept the state of {trained['start'].get('kept', '-')}.",

@@ -149,6 +149,9 @@ def test_respond_refuses_what_it_cannot_move(setting, budget) -> None:
         respond(laplace, surface)
     with pytest.raises(InputError, match="response_steps"):
         respond(shaped, surface, steps=-1)
+    silent = type(shaped)(shaped.space, 0.5, np.zeros(shaped.space.rank), N_MEMBERS)
+    with pytest.raises(InputError, match="no noise"):
+        respond(silent, surface)
 
 
 def test_the_choice_keeps_a_state_only_where_the_converged_attack_reads_it_lower(small_population, setting,
