@@ -55,14 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "linear-decoder optimum and, with no more candidates than attributes, noise shaped "
                              "to the candidates' row space; default with --utility-budget), or f(theta) itself (the "
                              "default otherwise). Threat model: " + THREAT_MODEL)
-    parser.add_argument("--response", choices=RESPONSE_OBJECTIVES, metavar="|".join(RESPONSE_OBJECTIVES),
-                        help="with --utility-budget: before the game, descend from the best reference along the "
-                             "budget by the gradient through the attacker's best linear response (the "
-                             "linear-Gaussian decoder of the release's known law), for the mean AUC, the TPR at 1%% "
-                             "FPR or the most exposed candidate's AUC; its state starts G only where a converged "
-                             "linear attack reads it below the best reference by two standard errors")
-    parser.add_argument("--response-steps", type=int, default=200, metavar="STEPS",
-                        help="steps of that descent (default: %(default)s)")
+    _add_response_args(parser)
     parser.add_argument("--steps", type=int, default=defaults.steps, help="defender updates")
     parser.add_argument("--attacker-steps", type=int, default=defaults.attacker.steps,
                         help="attacker updates per defender update")
@@ -115,6 +108,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory (written as RUN_DIR.incomplete until complete)")
     parser.set_defaults(func=run)
+
+
+def _add_response_args(parser: argparse.ArgumentParser) -> None:
+    """The flags of the best-response descent before the game (bngp.game.response)."""
+    parser.add_argument("--response", choices=RESPONSE_OBJECTIVES, metavar="|".join(RESPONSE_OBJECTIVES),
+                        help="with --utility-budget: before the game, descend from the best reference along the "
+                             "budget by the gradient through the attacker's best linear response (the "
+                             "linear-Gaussian decoder of the release's known law), for the mean AUC, the TPR at 1%% "
+                             "FPR or the most exposed candidate's AUC; its state starts G only where a converged "
+                             "linear attack reads it below the best reference by two standard errors")
+    parser.add_argument("--response-steps", type=int, default=200, metavar="STEPS",
+                        help="steps of that descent (default: %(default)s)")
 
 
 def composed_gaussian_sigmas(specs: list[str], population: Population, n_members: int) -> tuple[float, ...]:

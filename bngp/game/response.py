@@ -73,6 +73,8 @@ RESPONSE_FPR = 0.01
 SOFT_MAX_TEMPERATURE = 0.01
 #: the standard errors by which the converged attack must read a trained state lower than its start to keep it.
 KEEP_MARGIN_SE = 2.0
+#: the descent's lowest states (on its subset of the calibration draws) read again on all of them.
+FINAL_CANDIDATES = 8
 #: the budget's relative tolerance for the noise factor c.
 _BUDGET_TOLERANCE = 1e-8
 
@@ -237,14 +239,31 @@ class BudgetedObjective:
         return self.function(self.model.exposures(a_t, moved * w_t)), a.copy(), factor * w, factor
 
 
+def _deliver(states: list, surface: BudgetSurface, model: LinearResponse, function) -> tuple[int, np.ndarray, np.ndarray]:
+    """(step, a, w) delivered of the descent's ``states`` (objective, step, a, w), read on a subset of the calibration
+    draws: the start and the :data:`FINAL_CANDIDATES` lowest states are put on the budget of all of them and read
+    again, and the lowest of those is delivered (the start always fits)."""
+    candidates = [states[0]] + sorted(states[1:], key=lambda entry: (entry[0], entry[1]))[:FINAL_CANDIDATES]
+    best = None
+    for _, step, a, w in candidates:
+        solved = _on_budget(surface, a, w)
+        if solved is None:
+            continue
+        with torch.no_grad():
+            value = float(function(model.exposures(torch.as_tensor(a), torch.as_tensor(solved[0] * w))))
+        if best is None or value < best[0]:
+            best = (value, step, a, solved[0] * w)
+    return best[1], best[2], best[3]
+
+
 def respond(start: ShapedNoiseDefense, surface: BudgetSurface, objective: str = "mean-auc", steps: int = 200,
             rate: float = 0.02, descent_draws: int = SURFACE_DRAWS, progress=None) -> ResponseResult:
     """The descent of the module docstring from ``start`` (a mechanism shaped to the population, on the budget
     surface of its population, law and budget): ``steps`` Adam steps of size ``rate`` on (a, log pi), the state with
     the lowest objective delivered as a :class:`ShapedNoiseDefense` (weighting ``response``).  The descent reads the
     loss on the surface's first ``descent_draws`` calibration memberships, at the start's loss there; the delivered
-    state is the lowest objective among the states whose shrinkage alone is within the budget on all of them, its
-    noise rescaled to meet the budget there.  ``progress``: called with each curve row."""
+    state is the lowest objective, read on the budget of all of them, of the start and the descent's
+    :data:`FINAL_CANDIDATES` lowest states.  ``progress``: called with each curve row."""
     if not isinstance(start, ShapedNoiseDefense):
         raise InputError("the best-response gradient acts on noise shaped to the population; the start is "
                          f"{start.label!r}.")
@@ -300,13 +319,7 @@ def respond(start: ShapedNoiseDefense, surface: BudgetSurface, objective: str = 
         optimiser.step()
         with torch.no_grad():
             shrink.clamp_(0.0, 1.0 - 1e-9)
-    # the lowest objective whose shrinkage alone is within the budget on every calibration draw (the descent read a
-    # subset of them); the start is
-    for _, best_step, best_shrink, best_scale in sorted(states, key=lambda entry: (entry[0], entry[1])):
-        solved = _on_budget(surface, best_shrink, best_scale)
-        if solved is not None:
-            break
-    best_scale = solved[0] * best_scale
+    best_step, best_shrink, best_scale = _deliver(states, surface, model, objective_function(objective))
     defense = ShapedNoiseDefense(start.space, best_shrink, best_scale, start.n_members,
                                  label=f"best response ({objective})", name="best-response", weighting="response",
                                  details={"objective": objective, "start": start.label, "step": best_step})
