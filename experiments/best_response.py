@@ -22,14 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from bngp.data.npz import load_population
-from bngp.defenses.budget import BudgetSetting, shaped_at_budget
-from bngp.game import RESPONSE_OBJECTIVES, BudgetSurface, choose_response, respond
-from bngp.defenses.budget import row_space_optimal_at_budget
+from bngp.defenses.budget import BudgetSetting, row_space_optimal_at_budget, shaped_at_budget
 from bngp.defenses.shaped import ShapedNoiseDefense
+from bngp.game import RESPONSE_OBJECTIVES, BudgetSurface, choose_response, respond
 from bngp.references import rank_references
 from bngp.rng import spawn_seeds
 
