@@ -60,6 +60,7 @@ import torch
 from bngp.data.genome import simulate_genome
 from bngp.data.geometry import PopulationSpace
 from bngp.data.population import Population
+from bngp.game.response import mean_auc, pooled_tpr, soft_maximum_auc
 
 RESULTS = Path(__file__).resolve().parent / "results" / "exposure_shaping"
 #: (label, K, reference panel, |Q|, seed, fixed Gaussian copies composed before the learned block, their sigma):
@@ -76,36 +77,6 @@ _CURVE_EVERY = 10
 
 def _phi(z: torch.Tensor) -> torch.Tensor:
     return 0.5 * torch.special.erfc(-z / math.sqrt(2.0))
-
-
-def mean_auc(d2: torch.Tensor) -> torch.Tensor:
-    """mean_k Phi(d_k / sqrt 2)."""
-    return _phi(torch.sqrt(d2 + 1e-18) / math.sqrt(2.0)).mean()
-
-
-def pooled_tpr(d2: torch.Tensor, alpha: float) -> torch.Tensor:
-    """The pooled likelihood-ratio attack's TPR at FPR ``alpha`` (module docstring), differentiable in d2."""
-    d = torch.sqrt(d2 + 1e-12)
-
-    def fpr(t: torch.Tensor | float) -> torch.Tensor:
-        return _phi(-(t / d + d / 2.0)).mean()
-
-    with torch.no_grad():
-        low, high = -1e3, 1e3
-        for _ in range(120):
-            middle = 0.5 * (low + high)
-            low, high = (middle, high) if fpr(middle) > alpha else (low, middle)
-        root = torch.tensor(0.5 * (low + high), dtype=d.dtype)
-        density = (torch.exp(-0.5 * (root / d + d / 2.0) ** 2) / (math.sqrt(2.0 * math.pi) * d)).mean()
-    threshold = root + (fpr(root) - alpha) / density  # value: the root; gradient: the implicit dt/d(d)
-    return _phi(-(threshold / d - d / 2.0)).mean()
-
-
-def soft_maximum_auc(d2: torch.Tensor, temperature: float = 0.01) -> torch.Tensor:
-    """T log mean_k exp(AUC_k / T), AUC_k = Phi(d_k / sqrt 2): the most exposed candidates' AUC, smoothed (it lies
-    between the mean and the largest AUC_k, within T log K of the largest)."""
-    aucs = _phi(torch.sqrt(d2 + 1e-18) / math.sqrt(2.0))
-    return temperature * (torch.logsumexp(aucs / temperature, dim=0) - math.log(aucs.numel()))
 
 
 OBJECTIVE_FUNCTIONS = {"mean-auc": mean_auc, "tpr-1pct": lambda d2: pooled_tpr(d2, 0.01),
